@@ -1,0 +1,62 @@
+#include "cc/errors.h"
+
+#include "gtest/gtest.h"
+
+namespace kvspec {
+namespace {
+
+TEST(Refuse, CarriesItsCategoryAndCanonicalCode) {
+  struct Case {
+    ErrorCategory category;
+    absl::StatusCode code;
+    const char* name;
+  };
+  const Case cases[] = {
+      {ErrorCategory::kUnknownPolicy, absl::StatusCode::kNotFound,
+       "UNKNOWN_POLICY"},
+      {ErrorCategory::kInvalidParameter, absl::StatusCode::kInvalidArgument,
+       "INVALID_PARAMETER"},
+      {ErrorCategory::kAttentionLength, absl::StatusCode::kInvalidArgument,
+       "ATTENTION_LENGTH"},
+      {ErrorCategory::kAttentionValue, absl::StatusCode::kInvalidArgument,
+       "ATTENTION_VALUE"},
+      {ErrorCategory::kPosition, absl::StatusCode::kFailedPrecondition,
+       "POSITION"},
+  };
+  for (const Case& c : cases) {
+    const absl::Status status = Refuse(c.category, "message");
+    EXPECT_EQ(status.code(), c.code) << c.name;
+    EXPECT_EQ(CategoryOf(status), c.category) << c.name;
+    EXPECT_EQ(CategoryName(c.category), c.name);
+    EXPECT_EQ(status.message(), "message");
+  }
+}
+
+TEST(Refuse, CodeCanBeOverriddenWithoutLosingTheCategory) {
+  const absl::Status status = Refuse(ErrorCategory::kPosition,
+                                     absl::StatusCode::kOutOfRange, "past end");
+  EXPECT_EQ(status.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(CategoryOf(status), ErrorCategory::kPosition);
+}
+
+TEST(CategoryOf, IsUnspecifiedForOkAndForeignStatuses) {
+  EXPECT_EQ(CategoryOf(absl::OkStatus()), ErrorCategory::kUnspecified);
+  EXPECT_EQ(CategoryOf(absl::InvalidArgumentError("x")),
+            ErrorCategory::kUnspecified);
+}
+
+TEST(ReturnIfError, ReturnsTheFirstError) {
+  int reached = 0;
+  auto f = [&]() -> absl::Status {
+    KVSPEC_RETURN_IF_ERROR(absl::OkStatus());
+    ++reached;
+    KVSPEC_RETURN_IF_ERROR(Refuse(ErrorCategory::kPosition, "stop"));
+    ++reached;
+    return absl::OkStatus();
+  };
+  EXPECT_EQ(CategoryOf(f()), ErrorCategory::kPosition);
+  EXPECT_EQ(reached, 1);
+}
+
+}  // namespace
+}  // namespace kvspec

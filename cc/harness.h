@@ -1,0 +1,81 @@
+// The harness: runs one policy over one scenario, step by step, exactly as
+// spec/harness.md describes, and logs what each step evicted.
+//
+// A scenario gives each step's full-cache attention row: one float32 weight
+// for every position admitted before the step, whether or not the policy
+// still keeps it. The harness validates the row, hands the policy the weights
+// of its kept positions in kept order (spec/harness.md#what-a-policy-sees:
+// gathered, never renormalized), and lets the policy admit and evict.
+//
+// A refused step stops the run; the log holds the steps before it and the
+// refusal.
+//
+// Example:
+//   RunResult result = RunScenario(
+//       {"streamingllm", {{"budget", 8}, {"sinks", 4}}}, scenario);
+//   for (const StepRecord& step : result.steps) ... step.victims ...
+//
+// Spec: spec/harness.md
+#ifndef KVSPEC_CC_HARNESS_H_
+#define KVSPEC_CC_HARNESS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "cc/policy.h"
+#include "cc/registry.h"
+
+namespace kvspec {
+
+// spec/harness.md#scenarios.
+struct ScenarioStep {
+  // Number of positions admitted (the chunk); at least 1.
+  uint32_t admit = 1;
+  // Full-cache attention row: one weight per position admitted before this
+  // step. nullopt is null attention.
+  std::optional<std::vector<float>> attention;
+};
+
+struct Scenario {
+  std::string id;
+  std::vector<ScenarioStep> steps;
+};
+
+// spec/harness.md#eviction-log.
+struct StepRecord {
+  std::vector<Position> victims;  // ascending
+  uint32_t kept_count = 0;        // after the step
+  uint32_t query_cache_position = 0;  // kept count before the step
+  bool operator==(const StepRecord& other) const {
+    return victims == other.victims && kept_count == other.kept_count &&
+           query_cache_position == other.query_cache_position;
+  }
+};
+
+struct RunResult {
+  std::vector<StepRecord> steps;
+  // OK, or the refusal that stopped the run (a category from cc/errors.h).
+  absl::Status refusal;
+  // Index of the refused step; -1 when nothing was refused or when the
+  // configuration itself was refused.
+  int64_t refused_step = -1;
+};
+
+// Runs `scenario` through `policy`, a freshly built policy.
+RunResult RunScenario(Policy& policy, const Scenario& scenario);
+
+// Builds the policy from `config` and runs `scenario`; a refused
+// configuration gives an empty log with that refusal.
+RunResult RunScenario(const PolicyConfig& config, const Scenario& scenario);
+
+// spec/harness.md#cache-relative-positions: the cache-relative position of
+// a kept position is its index in kept order; nullopt if not kept.
+std::optional<uint32_t> CacheRelativePosition(absl::Span<const Position> kept,
+                                              Position position);
+
+}  // namespace kvspec
+
+#endif  // KVSPEC_CC_HARNESS_H_

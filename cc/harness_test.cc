@@ -1,0 +1,139 @@
+// The harness (spec/harness.md): gathering attention for kept positions,
+// the scenario-level refusals, and the eviction log.
+#include "cc/harness.h"
+
+#include <cmath>
+#include <vector>
+
+#include "cc/errors.h"
+#include "gtest/gtest.h"
+
+namespace kvspec {
+namespace {
+
+// A policy that records what it is shown; it keeps everything.
+class RecordingPolicy final : public Policy {
+ public:
+  absl::string_view name() const override { return "recording"; }
+  std::vector<std::optional<std::vector<float>>> seen;
+
+ protected:
+  void Record(absl::Span<const float> attention) override {
+    seen.emplace_back(std::vector<float>(attention.begin(), attention.end()));
+  }
+  void Admit(Position) override {}
+  std::vector<size_t> ChooseVictims() override {
+    // Evict position 1 once it is kept, to make the gather non-trivial.
+    for (size_t slot = 0; slot < kept().size(); ++slot) {
+      if (kept()[slot] == 1) return {slot};
+    }
+    return {};
+  }
+  void Forget(absl::Span<const size_t>) override {}
+  size_t PolicyStateBytes() const override { return 0; }
+};
+
+TEST(Harness, PolicySeesTheKeptWeightsInKeptOrderUnrenormalized) {
+  // spec/harness.md#what-a-policy-sees. Step 0 admits 0, 1, 2; position 1
+  // is evicted at once, so step 1's full-cache row (0.5, 0.25, 0.125) is
+  // gathered to (0.5, 0.125) for kept positions 0 and 2 -- not rescaled to
+  // sum to 1.
+  RecordingPolicy policy;
+  Scenario scenario;
+  scenario.steps.push_back({3, std::nullopt});
+  scenario.steps.push_back({1, std::vector<float>{0.5f, 0.25f, 0.125f}});
+  const RunResult result = RunScenario(policy, scenario);
+  ASSERT_TRUE(result.refusal.ok()) << result.refusal;
+  ASSERT_EQ(policy.seen.size(), 1u);
+  EXPECT_EQ(*policy.seen[0], (std::vector<float>{0.5f, 0.125f}));
+}
+
+TEST(Harness, NullAttentionReachesNoPolicyHook) {
+  RecordingPolicy policy;
+  Scenario scenario;
+  scenario.steps.push_back({1, std::nullopt});
+  scenario.steps.push_back({1, std::nullopt});
+  ASSERT_TRUE(RunScenario(policy, scenario).refusal.ok());
+  EXPECT_TRUE(policy.seen.empty());
+}
+
+TEST(Harness, EmptyRowAtTheFirstStepIsRecorded) {
+  // Present-but-empty is not null: the policy is called with no weights.
+  RecordingPolicy policy;
+  Scenario scenario;
+  scenario.steps.push_back({1, std::vector<float>{}});
+  ASSERT_TRUE(RunScenario(policy, scenario).refusal.ok());
+  ASSERT_EQ(policy.seen.size(), 1u);
+  EXPECT_TRUE(policy.seen[0]->empty());
+}
+
+TEST(Harness, LogsVictimsKeptCountAndQueryPosition) {
+  const Scenario scenario{"s", {{2, std::nullopt}, {3, std::nullopt}}};
+  const RunResult result = RunScenario({"window", {{"budget", 3}}}, scenario);
+  ASSERT_TRUE(result.refusal.ok());
+  ASSERT_EQ(result.steps.size(), 2u);
+  EXPECT_EQ(result.steps[0], (StepRecord{{}, 2, 0}));
+  EXPECT_EQ(result.steps[1], (StepRecord{{0, 1}, 3, 2}));
+}
+
+TEST(Harness, RefusesARowOfTheWrongLengthAndKeepsEarlierSteps) {
+  // The row must cover every position admitted before the step (3 here),
+  // not just the kept ones (2, with budget 2).
+  Scenario scenario;
+  scenario.steps.push_back({3, std::nullopt});
+  scenario.steps.push_back({1, std::vector<float>{0.5f, 0.5f}});
+  const RunResult result = RunScenario({"window", {{"budget", 2}}}, scenario);
+  EXPECT_EQ(CategoryOf(result.refusal), ErrorCategory::kAttentionLength);
+  EXPECT_EQ(result.refused_step, 1);
+  EXPECT_NE(result.refusal.message().find("step 1"), absl::string_view::npos);
+  ASSERT_EQ(result.steps.size(), 1u);
+  EXPECT_EQ(result.steps[0].victims, (std::vector<Position>{0}));
+}
+
+TEST(Harness, RefusesABadWeightAtAnEvictedPosition) {
+  // Row values are checked for every position, kept or not: a scenario with
+  // a NaN is malformed whichever policy reads it.
+  Scenario scenario;
+  scenario.steps.push_back({3, std::nullopt});
+  scenario.steps.push_back({1, std::vector<float>{std::nanf(""), 0.5f, 0.5f}});
+  const RunResult result = RunScenario({"window", {{"budget", 2}}}, scenario);
+  EXPECT_EQ(CategoryOf(result.refusal), ErrorCategory::kAttentionValue);
+  EXPECT_NE(result.refusal.message().find(
+                "step 1: attention weight 0 (position 0) is NaN"),
+            absl::string_view::npos)
+      << result.refusal;
+}
+
+TEST(Harness, RefusesAStepAdmittingNothing) {
+  const Scenario scenario{"s", {{1, std::nullopt}, {0, std::nullopt}}};
+  const RunResult result = RunScenario({"full", {}}, scenario);
+  EXPECT_EQ(CategoryOf(result.refusal), ErrorCategory::kPosition);
+  EXPECT_EQ(result.refused_step, 1);
+  EXPECT_EQ(result.steps.size(), 1u);
+}
+
+TEST(Harness, ChecksAdmitBeforeTheRow) {
+  const Scenario scenario{"s", {{0, std::vector<float>{1.0f}}}};
+  const RunResult result = RunScenario({"full", {}}, scenario);
+  EXPECT_EQ(CategoryOf(result.refusal), ErrorCategory::kPosition);
+}
+
+TEST(Harness, ARefusedConfigurationGivesAnEmptyLog) {
+  const Scenario scenario{"s", {{1, std::nullopt}}};
+  const RunResult result = RunScenario({"window", {{"budget", 0}}}, scenario);
+  EXPECT_EQ(CategoryOf(result.refusal), ErrorCategory::kInvalidParameter);
+  EXPECT_EQ(result.refused_step, -1);
+  EXPECT_TRUE(result.steps.empty());
+}
+
+TEST(CacheRelativePosition, IsTheIndexInKeptOrder) {
+  const std::vector<Position> kept = {0, 1, 7, 9};
+  EXPECT_EQ(CacheRelativePosition(kept, 0), 0u);
+  EXPECT_EQ(CacheRelativePosition(kept, 7), 2u);
+  EXPECT_EQ(CacheRelativePosition(kept, 9), 3u);
+  EXPECT_EQ(CacheRelativePosition(kept, 8), std::nullopt);
+  EXPECT_EQ(CacheRelativePosition(kept, 10), std::nullopt);
+}
+
+}  // namespace
+}  // namespace kvspec

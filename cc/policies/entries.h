@@ -1,0 +1,49 @@
+// Internal to the registry: how each policy file exposes itself. Nothing but
+// cc/registry.cc includes this; concrete policy classes stay in their files'
+// anonymous namespaces.
+#ifndef KVSPEC_CC_POLICIES_ENTRIES_H_
+#define KVSPEC_CC_POLICIES_ENTRIES_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cc/policy.h"
+#include "cc/config.h"
+#include "cc/rng.h"
+
+namespace kvspec {
+namespace policies {
+
+// Parameter values after the registry has checked names and ranges, in the
+// order of the policy's PolicyInfo::parameters.
+class ParameterValues {
+ public:
+  ParameterValues(const PolicyInfo* info, std::vector<int64_t> values)
+      : info_(info), values_(std::move(values)) {}
+  // The value of `name`. Requires: `name` is one of the policy's parameters.
+  int64_t Get(absl::string_view name) const;
+
+ private:
+  const PolicyInfo* info_;
+  std::vector<int64_t> values_;
+};
+
+struct PolicyEntry {
+  PolicyInfo info;
+  // Builds the policy. Checks only the rules relating parameters to each
+  // other; single-parameter ranges were checked by the registry.
+  absl::StatusOr<std::unique_ptr<Policy>> (*make)(const ParameterValues&,
+                                                  Rng rng);
+};
+
+const PolicyEntry& FullEntry();
+const PolicyEntry& WindowEntry();
+const PolicyEntry& StreamingLlmEntry();
+
+}  // namespace policies
+}  // namespace kvspec
+
+#endif  // KVSPEC_CC_POLICIES_ENTRIES_H_

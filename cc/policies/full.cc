@@ -1,0 +1,41 @@
+// full: keeps every position; never evicts. The ceiling every other policy is
+// measured against.
+//
+// Spec: spec/policies/full.md
+#include <memory>
+
+#include "cc/policies/entries.h"
+
+namespace kvspec {
+namespace policies {
+namespace {
+
+class FullPolicy final : public Policy {
+ public:
+  absl::string_view name() const override { return "full"; }
+
+ protected:
+  // full.md#how-it-works: attention is accepted (and validated) but unused.
+  void Record(absl::Span<const float>) override {}
+  void Admit(Position) override {}
+  std::vector<size_t> ChooseVictims() override { return {}; }
+  void Forget(absl::Span<const size_t>) override {}
+  size_t PolicyStateBytes() const override { return 0; }
+};
+
+absl::StatusOr<std::unique_ptr<Policy>> MakeFull(const ParameterValues&, Rng) {
+  return std::unique_ptr<Policy>(new FullPolicy);
+}
+
+}  // namespace
+
+const PolicyEntry& FullEntry() {
+  static const PolicyEntry* entry = new PolicyEntry{
+      {"full", "keeps every position; never evicts", "spec/policies/full.md",
+       {}},
+      &MakeFull};
+  return *entry;
+}
+
+}  // namespace policies
+}  // namespace kvspec

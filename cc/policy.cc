@@ -1,0 +1,95 @@
+#include "cc/policy.h"
+
+#include <cassert>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_format.h"
+#include "cc/errors.h"
+#include "cc/text.h"
+
+namespace kvspec {
+
+absl::Status WeightError(float weight, int64_t step, size_t index,
+                         Position position) {
+  const char* problem = nullptr;
+  if (std::isnan(weight)) {
+    problem = "is NaN";
+  } else if (std::isinf(weight)) {
+    problem = "is infinite";
+  } else if (std::signbit(weight)) {
+    problem = "is negative (sign bit set)";
+  }
+  if (problem == nullptr) return absl::OkStatus();
+  return Refuse(ErrorCategory::kAttentionValue,
+                absl::StrFormat("step %d: attention weight %d (position %d) "
+                                "%s: %s; weights must be finite and >= +0.0",
+                                step, index, position, problem,
+                                FloatText(weight)));
+}
+
+absl::Status Policy::Validate(const StepInput& input) const {
+  if (input.count == 0) {
+    return Refuse(ErrorCategory::kPosition, absl::StatusCode::kInvalidArgument,
+                  absl::StrFormat("step %d: a step must admit at least one "
+                                  "position, got count 0",
+                                  steps_done_));
+  }
+  if (last_admitted_.has_value() && input.first <= *last_admitted_) {
+    return Refuse(ErrorCategory::kPosition,
+                  absl::StrFormat("step %d: position %d is not above the last "
+                                  "admitted position %d",
+                                  steps_done_, input.first, *last_admitted_));
+  }
+  const uint64_t last = uint64_t{input.first} + input.count - 1;
+  if (last > std::numeric_limits<Position>::max()) {
+    return Refuse(ErrorCategory::kPosition, absl::StatusCode::kOutOfRange,
+                  absl::StrFormat("step %d: positions %d..%d run past the "
+                                  "largest position 2^32 - 1",
+                                  steps_done_, input.first, last));
+  }
+  if (input.attention.has_value()) {
+    const absl::Span<const float> weights = *input.attention;
+    if (weights.size() != kept_.size()) {
+      return Refuse(ErrorCategory::kAttentionLength,
+                    absl::StrFormat("step %d: attention has %d weights but %d "
+                                    "positions are kept; it needs one per "
+                                    "kept position",
+                                    steps_done_, weights.size(),
+                                    kept_.size()));
+    }
+    KVSPEC_RETURN_IF_ERROR(CheckWeights(
+        weights, steps_done_, [this](size_t i) { return kept_[i]; }));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Position>> Policy::Step(const StepInput& input) {
+  KVSPEC_RETURN_IF_ERROR(Validate(input));
+
+  if (input.attention.has_value()) Record(*input.attention);
+
+  for (uint32_t i = 0; i < input.count; ++i) {
+    const Position position = input.first + i;
+    kept_.push_back(position);
+    Admit(position);
+  }
+  last_admitted_ = input.first + (input.count - 1);
+
+  const std::vector<size_t> slots = ChooseVictims();
+  std::vector<Position> victims;
+  victims.reserve(slots.size());
+  for (size_t k = 0; k < slots.size(); ++k) {
+    // Invariant (spec/harness.md#victims): victim slots are strictly
+    // ascending, so the victims are ascending positions.
+    assert(slots[k] < kept_.size());
+    assert(k == 0 || slots[k - 1] < slots[k]);
+    victims.push_back(kept_[slots[k]]);
+  }
+  Forget(slots);
+  EraseSlots(kept_, slots);
+  ++steps_done_;
+  return victims;
+}
+
+}  // namespace kvspec

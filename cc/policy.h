@@ -1,0 +1,154 @@
+// Policy: the one interface every kvspec eviction policy implements.
+//
+// A policy owns the kept set (positions in ascending order, which is "kept
+// order") and whatever per-slot state its rule needs. One call to Step() is
+// one decode step of spec/harness.md#the-decode-step:
+//
+//   1. record the step's attention (one float32 weight per kept position, in
+//      kept order), unless the attention is null;
+//   2. admit the step's new positions (one, or a prefill chunk);
+//   3. while more positions are kept than the policy allows, choose victims
+//      with the policy's rule and remove them; return them ascending.
+//
+// Step() validates everything first and refuses bad input with a status that
+// names the step and the index (spec/harness.md#refusals); a refused step
+// leaves the policy exactly as it was.
+//
+// Concrete policies live in cc/policies/ in anonymous namespaces and are built
+// by name through the registry (cc/registry.h).
+//
+// Example:
+//   absl::StatusOr<std::unique_ptr<Policy>> policy =
+//       MakePolicy({"window", {{"budget", 4}}});
+//   absl::StatusOr<std::vector<Position>> victims =
+//       (*policy)->Step({/*first=*/7, /*count=*/1, weights});
+//
+// Spec: spec/harness.md
+#ifndef KVSPEC_CC_POLICY_H_
+#define KVSPEC_CC_POLICY_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+
+namespace kvspec {
+
+// A token's absolute position in the sequence, starting at 0.
+using Position = uint32_t;
+
+// The input of one step (spec/harness.md#the-decode-step).
+struct StepInput {
+  // First position admitted; must be above every position admitted before.
+  Position first = 0;
+  // How many consecutive positions are admitted: 1 for a decode step, more
+  // for a prefill chunk (spec/harness.md#chunked-admission). At least 1.
+  uint32_t count = 1;
+  // One weight per kept position, in kept order; nullopt is null attention
+  // (spec/harness.md#null-attention).
+  std::optional<absl::Span<const float>> attention;
+};
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  Policy(const Policy&) = delete;
+  Policy& operator=(const Policy&) = delete;
+
+  // Registry name of the policy, e.g. "streamingllm".
+  virtual absl::string_view name() const = 0;
+
+  // Carries out one step. Returns the victims, ascending (possibly empty).
+  // Refusals (state unchanged): POSITION when `count` is 0, when `first` is
+  // not above the last admitted position, or when the chunk runs past
+  // 2^32 - 1; ATTENTION_LENGTH when the attention's length is not the number
+  // of kept positions; ATTENTION_VALUE for a NaN, infinite or negative
+  // (sign bit set) weight.
+  absl::StatusOr<std::vector<Position>> Step(const StepInput& input);
+
+  // Kept positions, ascending. The index of a position in this span is its
+  // cache-relative position (spec/harness.md#cache-relative-positions).
+  absl::Span<const Position> kept() const { return kept_; }
+
+  // Number of steps carried out so far (refused steps do not count).
+  int64_t steps_done() const { return steps_done_; }
+
+  // Bytes of state the policy holds now: the kept positions plus the
+  // policy's own per-slot state, each computed from its containers' sizes.
+  size_t MemoryBytes() const {
+    return kept_.size() * sizeof(Position) + PolicyStateBytes();
+  }
+
+ protected:
+  Policy() = default;
+
+  // Hooks, called by Step() after validation, in this order.
+  // Record: the attention of this step, one weight per kept slot. Not called
+  // for null attention.
+  virtual void Record(absl::Span<const float> attention) = 0;
+  // Admit: `position` was just appended to kept(); set up its slot state.
+  virtual void Admit(Position position) = 0;
+  // ChooseVictims: slot indices (into kept()) to evict now, ascending. Called
+  // once per step, after every admission.
+  virtual std::vector<size_t> ChooseVictims() = 0;
+  // Forget: drop the state of these slots (ascending indices); kept() still
+  // holds them and loses them right after this call.
+  virtual void Forget(absl::Span<const size_t> slots) = 0;
+  // Bytes of per-slot state beyond the kept positions.
+  virtual size_t PolicyStateBytes() const = 0;
+
+ private:
+  absl::Status Validate(const StepInput& input) const;
+
+  std::vector<Position> kept_;
+  // Highest position admitted so far, if any.
+  std::optional<Position> last_admitted_;
+  int64_t steps_done_ = 0;
+};
+
+// Checks attention weights against spec/harness.md#attention-weights: each is
+// finite and its sign bit is clear. `step` and `position_of(i)` name the
+// offending weight in the message. Refusal: ATTENTION_VALUE.
+template <typename PositionOf>
+absl::Status CheckWeights(absl::Span<const float> weights, int64_t step,
+                          PositionOf position_of);
+
+// Removes the elements at `slots` (ascending indices) from `values`,
+// keeping the order of the rest. O(values.size()).
+template <typename T>
+void EraseSlots(std::vector<T>& values, absl::Span<const size_t> slots) {
+  size_t write = 0;
+  size_t next_slot = 0;
+  for (size_t read = 0; read < values.size(); ++read) {
+    if (next_slot < slots.size() && slots[next_slot] == read) {
+      ++next_slot;
+      continue;
+    }
+    if (write != read) values[write] = std::move(values[read]);
+    ++write;
+  }
+  values.resize(write);
+}
+
+// Implementation details below.
+absl::Status WeightError(float weight, int64_t step, size_t index,
+                         Position position);
+
+template <typename PositionOf>
+absl::Status CheckWeights(absl::Span<const float> weights, int64_t step,
+                          PositionOf position_of) {
+  for (size_t i = 0; i < weights.size(); ++i) {
+    absl::Status status = WeightError(weights[i], step, i, position_of(i));
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kvspec
+
+#endif  // KVSPEC_CC_POLICY_H_

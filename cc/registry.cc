@@ -1,0 +1,116 @@
+#include "cc/registry.h"
+
+#include <cassert>
+#include <cstdlib>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "cc/errors.h"
+#include "cc/policies/entries.h"
+
+namespace kvspec {
+namespace {
+
+using policies::PolicyEntry;
+
+// Registry order: the order of spec/README.md's policy table.
+const std::vector<const PolicyEntry*>& Entries() {
+  static const auto* entries = new std::vector<const PolicyEntry*>{
+      &policies::FullEntry(),
+      &policies::WindowEntry(),
+      &policies::StreamingLlmEntry(),
+  };
+  return *entries;
+}
+
+// spec/harness.md#configuration: names checked before values, then each
+// parameter's range, then (in the policy's factory) cross-parameter rules.
+absl::StatusOr<std::vector<int64_t>> ResolveParameters(
+    const PolicyInfo& info, const std::vector<Parameter>& given) {
+  std::vector<std::optional<int64_t>> values(info.parameters.size());
+  for (const Parameter& parameter : given) {
+    size_t index = 0;
+    while (index < info.parameters.size() &&
+           info.parameters[index].name != parameter.name) {
+      ++index;
+    }
+    if (index == info.parameters.size()) {
+      std::vector<std::string> known;
+      for (const ParameterInfo& p : info.parameters) known.push_back(p.name);
+      return Refuse(
+          ErrorCategory::kInvalidParameter,
+          absl::StrFormat("%s: unknown parameter '%s'; %s takes %s", info.name,
+                          parameter.name, info.name,
+                          known.empty() ? "no parameters"
+                                        : absl::StrJoin(known, ", ")));
+    }
+    if (values[index].has_value()) {
+      return Refuse(ErrorCategory::kInvalidParameter,
+                    absl::StrFormat("%s: parameter '%s' is given twice",
+                                    info.name, parameter.name));
+    }
+    values[index] = parameter.value;
+  }
+  std::vector<int64_t> resolved;
+  for (size_t i = 0; i < info.parameters.size(); ++i) {
+    const ParameterInfo& p = info.parameters[i];
+    if (!values[i].has_value()) {
+      if (!p.default_value.has_value()) {
+        return Refuse(ErrorCategory::kInvalidParameter,
+                      absl::StrFormat("%s: parameter '%s' is required (%s)",
+                                      info.name, p.name, p.meaning));
+      }
+      values[i] = p.default_value;
+    }
+    const int64_t value = *values[i];
+    if (value < p.min || value > p.max) {
+      return Refuse(ErrorCategory::kInvalidParameter,
+                    absl::StrFormat("%s: %s must be in [%d, %d], got %d",
+                                    info.name, p.name, p.min, p.max, value));
+    }
+    resolved.push_back(value);
+  }
+  return resolved;
+}
+
+}  // namespace
+
+namespace policies {
+
+int64_t ParameterValues::Get(absl::string_view name) const {
+  for (size_t i = 0; i < info_->parameters.size(); ++i) {
+    if (info_->parameters[i].name == name) return values_[i];
+  }
+  assert(false && "ParameterValues::Get: not a parameter of this policy");
+  std::abort();
+}
+
+}  // namespace policies
+
+const std::vector<PolicyInfo>& RegisteredPolicies() {
+  static const auto* infos = [] {
+    auto* list = new std::vector<PolicyInfo>;
+    for (const PolicyEntry* entry : Entries()) list->push_back(entry->info);
+    return list;
+  }();
+  return *infos;
+}
+
+absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const PolicyConfig& config) {
+  for (const PolicyEntry* entry : Entries()) {
+    if (entry->info.name != config.name) continue;
+    absl::StatusOr<std::vector<int64_t>> values =
+        ResolveParameters(entry->info, config.parameters);
+    if (!values.ok()) return values.status();
+    return entry->make(
+        policies::ParameterValues(&entry->info, *std::move(values)),
+        Rng(config.seed));
+  }
+  std::vector<std::string> names;
+  for (const PolicyEntry* entry : Entries()) names.push_back(entry->info.name);
+  return Refuse(ErrorCategory::kUnknownPolicy,
+                absl::StrFormat("unknown policy '%s'; the registry has %s",
+                                config.name, absl::StrJoin(names, ", ")));
+}
+
+}  // namespace kvspec
