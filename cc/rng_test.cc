@@ -56,7 +56,8 @@ TEST(Rng, NextMatchesGoldenOutputs) {
 
 TEST(Rng, UniformUsesBitmaskRejection) {
   // n = 10 takes the top 4 bits of each output; outputs whose top 4 bits are
-  // 10..15 are rejected (the third output of seed 42, 0xae17..., is one).
+  // 10..15 are rejected (seed 42's third, fourth and fifth outputs, 0xae..,
+  // 0xec.., 0xfd.., are).
   Rng rng(42);
   std::vector<uint64_t> draws;
   for (int i = 0; i < 10; ++i) draws.push_back(rng.Uniform(10));
