@@ -27,6 +27,7 @@
 #include "cc/harness.h"
 #include "cc/proto_convert.h"
 #include "cc/registry.h"
+#include "cc/version.h"
 #include "spec/kvspec.pb.h"
 #include "tools/sample_scenario.h"
 
@@ -203,8 +204,8 @@ int Main() {
   } else {
     configs.push_back({name, *params});
   }
-  std::printf("scenario '%s': %zu steps\n\n", scenario->id.c_str(),
-              scenario->steps.size());
+  std::printf("kvspec reference, spec %s; scenario '%s': %zu steps\n\n",
+              kSpecVersion, scenario->id.c_str(), scenario->steps.size());
   bool all_ok = true;
   for (PolicyConfig& config : configs) {
     config.seed = absl::GetFlag(FLAGS_seed);
