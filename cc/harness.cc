@@ -93,6 +93,15 @@ RunResult RunScenario(const PolicyConfig& config, const Scenario& scenario) {
   return RunScenario(**policy, scenario);
 }
 
+std::ostream& operator<<(std::ostream& out, const StepRecord& record) {
+  out << "{victims [";
+  for (size_t i = 0; i < record.victims.size(); ++i) {
+    out << (i == 0 ? "" : " ") << record.victims[i];
+  }
+  return out << "], kept " << record.kept_count << ", query "
+             << record.query_cache_position << "}";
+}
+
 std::optional<uint32_t> CacheRelativePosition(absl::Span<const Position> kept,
                                               Position position) {
   const auto it = std::lower_bound(kept.begin(), kept.end(), position);

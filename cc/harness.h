@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,9 @@ struct StepRecord {
            query_cache_position == other.query_cache_position;
   }
 };
+
+// For test failure messages: "{victims [0 1], kept 3, query 2}".
+std::ostream& operator<<(std::ostream& out, const StepRecord& record);
 
 struct RunResult {
   std::vector<StepRecord> steps;

@@ -19,6 +19,10 @@ const std::vector<const PolicyEntry*>& Entries() {
       &policies::FullEntry(),
       &policies::WindowEntry(),
       &policies::StreamingLlmEntry(),
+      &policies::H2oEntry(),
+      &policies::TovaEntry(),
+      &policies::SnapKvEntry(),
+      &policies::RandomEntry(),
   };
   return *entries;
 }

@@ -42,6 +42,10 @@ struct PolicyEntry {
 const PolicyEntry& FullEntry();
 const PolicyEntry& WindowEntry();
 const PolicyEntry& StreamingLlmEntry();
+const PolicyEntry& H2oEntry();
+const PolicyEntry& TovaEntry();
+const PolicyEntry& SnapKvEntry();
+const PolicyEntry& RandomEntry();
 
 }  // namespace policies
 }  // namespace kvspec

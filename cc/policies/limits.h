@@ -5,7 +5,10 @@
 
 #include <cstdint>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
 #include "cc/config.h"
+#include "cc/errors.h"
 
 namespace kvspec {
 namespace policies {
@@ -17,6 +20,23 @@ inline constexpr int64_t kMaxBudget = 4294967295;
 inline ParameterInfo BudgetParameter() {
   return {"budget", 512, 1, kMaxBudget,
           "most positions kept after a step"};
+}
+
+// spec/harness.md#protected-positions: default 16, range [0, 2^32 - 2];
+// must also be below budget (CheckRecentWindow).
+inline ParameterInfo RecentWindowParameter() {
+  return {"recent_window", 16, 0, kMaxBudget - 1,
+          "latest kept positions, never evicted; must be below budget"};
+}
+
+// spec/harness.md#protected-positions: recent_window >= budget is refused.
+inline absl::Status CheckRecentWindow(const char* policy, int64_t budget,
+                                      int64_t recent_window) {
+  if (recent_window < budget) return absl::OkStatus();
+  return Refuse(ErrorCategory::kInvalidParameter,
+                absl::StrFormat("%s: recent_window must be below budget, got "
+                                "recent_window %d, budget %d",
+                                policy, recent_window, budget));
 }
 
 }  // namespace policies

@@ -1,0 +1,56 @@
+// Internal: the harness's victim rule for score-based policies
+// (spec/harness.md#victims): rank candidates by score ascending, then
+// position ascending, and take the first `count`.
+#ifndef KVSPEC_CC_POLICIES_RANKING_H_
+#define KVSPEC_CC_POLICIES_RANKING_H_
+
+#include <algorithm>
+#include <cassert>
+#include <cstddef>
+#include <numeric>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "cc/policy.h"
+
+namespace kvspec {
+namespace policies {
+
+// The `count` candidates that rank lowest by (score, position), as slot
+// indices in ascending order. The candidates are slots [0, candidate_end):
+// every kept position but the recent window. Scores are compared as numbers
+// (binary32 scores widen exactly to binary64); none is NaN.
+// Requires: count <= candidate_end <= scores.size() == kept.size().
+// O(candidate_end) on average (selection), plus O(count log count).
+template <typename Score>
+std::vector<size_t> LowestRanked(absl::Span<const Score> scores,
+                                 absl::Span<const Position> kept,
+                                 size_t candidate_end, size_t count) {
+  assert(count <= candidate_end && candidate_end <= scores.size() &&
+         scores.size() == kept.size());
+  std::vector<size_t> slots(candidate_end);
+  std::iota(slots.begin(), slots.end(), size_t{0});
+  // A total order (positions are distinct), so the set of the first `count`
+  // is unique whatever the selection algorithm does with equal elements.
+  const auto ranks_lower = [&](size_t a, size_t b) {
+    if (scores[a] != scores[b]) return scores[a] < scores[b];
+    return kept[a] < kept[b];
+  };
+  if (count < slots.size()) {
+    std::nth_element(slots.begin(), slots.begin() + count, slots.end(),
+                     ranks_lower);
+  }
+  slots.resize(count);
+  std::sort(slots.begin(), slots.end());  // harness.md#victims: ascending
+  return slots;
+}
+
+// How many positions a step must evict: kept - budget, or 0.
+inline size_t Excess(size_t kept, size_t budget) {
+  return kept > budget ? kept - budget : 0;
+}
+
+}  // namespace policies
+}  // namespace kvspec
+
+#endif  // KVSPEC_CC_POLICIES_RANKING_H_
