@@ -5,7 +5,7 @@
 
 namespace kvspec {
 
-inline constexpr char kSpecVersion[] = "0.1.0";
+inline constexpr char kSpecVersion[] = "0.2.0";
 
 }  // namespace kvspec
 

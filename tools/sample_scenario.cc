@@ -43,6 +43,12 @@ std::vector<PolicyConfig> SampleConfigs() {
       {"full", {}},
       {"window", {{"budget", 8}}},
       {"streamingllm", {{"budget", 8}, {"sinks", 2}}},
+      {"h2o", {{"budget", 8}, {"recent_window", 2}}},
+      {"tova", {{"budget", 8}, {"recent_window", 2}}},
+      {"snapkv",
+       {{"budget", 8}, {"recent_window", 2}, {"obs_window", 4},
+        {"pool_kernel", 3}}},
+      {"random", {{"budget", 8}, {"recent_window", 2}}},
   };
 }
 
