@@ -19,6 +19,7 @@ absl::StatusCode DefaultCode(ErrorCategory category) {
     case ErrorCategory::kInvalidParameter:
     case ErrorCategory::kAttentionLength:
     case ErrorCategory::kAttentionValue:
+    case ErrorCategory::kInvalidTrace:
     case ErrorCategory::kUnspecified:
       break;
   }
@@ -39,6 +40,8 @@ absl::string_view CategoryName(ErrorCategory category) {
       return "ATTENTION_VALUE";
     case ErrorCategory::kPosition:
       return "POSITION";
+    case ErrorCategory::kInvalidTrace:
+      return "INVALID_TRACE";
     case ErrorCategory::kUnspecified:
       break;
   }
@@ -61,7 +64,7 @@ ErrorCategory CategoryOf(const absl::Status& status) {
   const auto payload = status.GetPayload(kCategoryPayloadUrl);
   if (!payload.has_value()) return ErrorCategory::kUnspecified;
   const std::string text(*payload);
-  for (int c = 1; c <= static_cast<int>(ErrorCategory::kPosition); ++c) {
+  for (int c = 1; c <= static_cast<int>(ErrorCategory::kInvalidTrace); ++c) {
     if (text == std::to_string(c)) return static_cast<ErrorCategory>(c);
   }
   return ErrorCategory::kUnspecified;

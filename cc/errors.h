@@ -11,6 +11,7 @@
 //   ATTENTION_VALUE    -> InvalidArgument
 //   POSITION           -> FailedPrecondition (out of order) or OutOfRange
 //                         (past 2^32 - 1), InvalidArgument (empty chunk)
+//   INVALID_TRACE      -> InvalidArgument
 //
 // Example:
 //   return Refuse(ErrorCategory::kInvalidParameter,
@@ -31,6 +32,7 @@ enum class ErrorCategory {
   kAttentionLength = 3,
   kAttentionValue = 4,
   kPosition = 5,
+  kInvalidTrace = 6,
 };
 
 // The spec's name of a category, e.g. "INVALID_PARAMETER".

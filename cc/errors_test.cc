@@ -22,6 +22,8 @@ TEST(Refuse, CarriesItsCategoryAndCanonicalCode) {
        "ATTENTION_VALUE"},
       {ErrorCategory::kPosition, absl::StatusCode::kFailedPrecondition,
        "POSITION"},
+      {ErrorCategory::kInvalidTrace, absl::StatusCode::kInvalidArgument,
+       "INVALID_TRACE"},
   };
   for (const Case& c : cases) {
     const absl::Status status = Refuse(c.category, "message");

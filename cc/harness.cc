@@ -40,7 +40,52 @@ absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
 
 }  // namespace
 
-RunResult RunScenario(Policy& policy, const Scenario& scenario) {
+namespace {
+RunResult RunTraceScenario(Policy& policy, const Scenario& scenario,
+                           const RunOptions& options) {
+  RunResult result;
+  if (!scenario.steps.empty()) {
+    result.refusal = Refuse(ErrorCategory::kInvalidTrace,
+                            "a scenario has either steps or a trace, not both");
+    return result;
+  }
+  size_t kept_before = policy.kept().size();
+  const absl::Status status = RunTrace(
+      policy, *scenario.trace,
+      [&](uint32_t, absl::Span<const Position> victims,
+          const EvictionDetail& detail) {
+        StepRecord record;
+        record.victims.assign(victims.begin(), victims.end());
+        if (options.record_cut && !victims.empty()) record.cut = CutOf(detail);
+        record.kept_count = static_cast<uint32_t>(policy.kept().size());
+        record.query_cache_position = static_cast<uint32_t>(kept_before);
+        kept_before = policy.kept().size();
+        result.steps.push_back(std::move(record));
+      },
+      options.record_cut);
+  if (!status.ok()) {
+    result.refusal = status;
+    // A refused configuration refuses before step 0.
+    result.refused_step = CategoryOf(status) == ErrorCategory::kInvalidTrace
+                              ? -1
+                              : static_cast<int64_t>(result.steps.size());
+  }
+  return result;
+}
+
+}  // namespace
+
+std::vector<RankedCandidate> CutOf(const EvictionDetail& detail) {
+  const size_t end = std::min(detail.ranked.size(), detail.victims + kCutMargin);
+  return std::vector<RankedCandidate>(detail.ranked.begin(),
+                                      detail.ranked.begin() + end);
+}
+
+RunResult RunScenario(Policy& policy, const Scenario& scenario,
+                      const RunOptions& options) {
+  if (scenario.trace.has_value()) {
+    return RunTraceScenario(policy, scenario, options);
+  }
   RunResult result;
   uint64_t next_position = 0;
   std::vector<float> gathered;
@@ -69,13 +114,18 @@ RunResult RunScenario(Policy& policy, const Scenario& scenario) {
 
     StepRecord record;
     record.query_cache_position = static_cast<uint32_t>(policy.kept().size());
-    absl::StatusOr<std::vector<Position>> victims = policy.Step(input);
+    EvictionDetail detail;
+    absl::StatusOr<std::vector<Position>> victims =
+        policy.Step(input, options.record_cut ? &detail : nullptr);
     if (!victims.ok()) {
       result.refusal = victims.status();
       result.refused_step = static_cast<int64_t>(index);
       return result;
     }
     record.victims = *std::move(victims);
+    if (options.record_cut && !record.victims.empty()) {
+      record.cut = CutOf(detail);
+    }
     record.kept_count = static_cast<uint32_t>(policy.kept().size());
     result.steps.push_back(std::move(record));
     next_position += step.admit;
@@ -83,14 +133,15 @@ RunResult RunScenario(Policy& policy, const Scenario& scenario) {
   return result;
 }
 
-RunResult RunScenario(const PolicyConfig& config, const Scenario& scenario) {
+RunResult RunScenario(const PolicyConfig& config, const Scenario& scenario,
+                      const RunOptions& options) {
   absl::StatusOr<std::unique_ptr<Policy>> policy = MakePolicy(config);
   if (!policy.ok()) {
     RunResult result;
     result.refusal = policy.status();
     return result;
   }
-  return RunScenario(**policy, scenario);
+  return RunScenario(**policy, scenario, options);
 }
 
 std::ostream& operator<<(std::ostream& out, const StepRecord& record) {

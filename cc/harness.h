@@ -28,6 +28,7 @@
 #include "absl/status/status.h"
 #include "cc/policy.h"
 #include "cc/registry.h"
+#include "cc/trace.h"
 
 namespace kvspec {
 
@@ -40,9 +41,11 @@ struct ScenarioStep {
   std::optional<std::vector<float>> attention;
 };
 
+// Either explicit steps or a generated trace (spec/trace.md), not both.
 struct Scenario {
   std::string id;
   std::vector<ScenarioStep> steps;
+  std::optional<TraceConfig> trace;
 };
 
 // spec/harness.md#eviction-log.
@@ -50,11 +53,26 @@ struct StepRecord {
   std::vector<Position> victims;  // ascending
   uint32_t kept_count = 0;        // after the step
   uint32_t query_cache_position = 0;  // kept count before the step
+  // spec/vectors.md#the-cut: recorded only when RunOptions::record_cut.
+  std::vector<RankedCandidate> cut;
   bool operator==(const StepRecord& other) const {
     return victims == other.victims && kept_count == other.kept_count &&
-           query_cache_position == other.query_cache_position;
+           query_cache_position == other.query_cache_position &&
+           cut == other.cut;
   }
 };
+
+struct RunOptions {
+  // Record each score-based eviction's cut (spec/vectors.md#the-cut).
+  bool record_cut = false;
+};
+
+// spec/vectors.md#the-cut: the victims, then up to this many of the
+// lowest-ranked survivors, in rank order.
+inline constexpr size_t kCutMargin = 4;
+
+// The cut of one eviction, from its full ranking.
+std::vector<RankedCandidate> CutOf(const EvictionDetail& detail);
 
 // For test failure messages: "{victims [0 1], kept 3, query 2}".
 std::ostream& operator<<(std::ostream& out, const StepRecord& record);
@@ -68,12 +86,16 @@ struct RunResult {
   int64_t refused_step = -1;
 };
 
-// Runs `scenario` through `policy`, a freshly built policy.
-RunResult RunScenario(Policy& policy, const Scenario& scenario);
+// Runs `scenario` through `policy`, a freshly built policy. A scenario with a
+// trace is streamed (RunTrace); one with both steps and a trace is refused,
+// INVALID_TRACE.
+RunResult RunScenario(Policy& policy, const Scenario& scenario,
+                      const RunOptions& options = {});
 
 // Builds the policy from `config` and runs `scenario`; a refused
 // configuration gives an empty log with that refusal.
-RunResult RunScenario(const PolicyConfig& config, const Scenario& scenario);
+RunResult RunScenario(const PolicyConfig& config, const Scenario& scenario,
+                      const RunOptions& options = {});
 
 // spec/harness.md#cache-relative-positions: the cache-relative position of
 // a kept position is its index in kept order; nullopt if not kept.

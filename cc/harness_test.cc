@@ -126,6 +126,33 @@ TEST(Harness, ARefusedConfigurationGivesAnEmptyLog) {
   EXPECT_TRUE(result.steps.empty());
 }
 
+TEST(Harness, RecordsTheCutOfScoreBasedEvictions) {
+  // h2o, budget 3, recent window 1 (spec/policies/h2o.md's example): sums
+  // 1.5, 0.625, 0.5 for candidates 0, 1, 2. The cut lists the victim, then
+  // the survivors in rank order, with the scores they were ranked by.
+  const Scenario scenario{"s", {{1, std::nullopt},
+                                {1, std::vector<float>{1.0f}},
+                                {1, std::vector<float>{0.25f, 0.5f}},
+                                {1, std::vector<float>{0.25f, 0.125f, 0.5f}}}};
+  const RunResult result =
+      RunScenario({"h2o", {{"budget", 3}, {"recent_window", 1}}}, scenario,
+                  RunOptions{/*record_cut=*/true});
+  ASSERT_TRUE(result.refusal.ok()) << result.refusal;
+  ASSERT_EQ(result.steps.size(), 4u);
+  EXPECT_TRUE(result.steps[2].cut.empty());  // no eviction, no cut
+  EXPECT_EQ(result.steps[3].cut,
+            (std::vector<RankedCandidate>{{2, 0.5}, {1, 0.625}, {0, 1.5}}));
+}
+
+TEST(Harness, PositionalPoliciesHaveNoCut) {
+  const Scenario scenario{"s", {{5, std::nullopt}}};
+  const RunResult result = RunScenario({"window", {{"budget", 2}}}, scenario,
+                                       RunOptions{/*record_cut=*/true});
+  ASSERT_EQ(result.steps.size(), 1u);
+  EXPECT_EQ(result.steps[0].victims.size(), 3u);
+  EXPECT_TRUE(result.steps[0].cut.empty());
+}
+
 TEST(CacheRelativePosition, IsTheIndexInKeptOrder) {
   const std::vector<Position> kept = {0, 1, 7, 9};
   EXPECT_EQ(CacheRelativePosition(kept, 0), 0u);

@@ -1,5 +1,6 @@
 #include "cc/policy.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <limits>
@@ -65,6 +66,11 @@ absl::Status Policy::Validate(const StepInput& input) const {
 }
 
 absl::StatusOr<std::vector<Position>> Policy::Step(const StepInput& input) {
+  return Step(input, nullptr);
+}
+
+absl::StatusOr<std::vector<Position>> Policy::Step(const StepInput& input,
+                                                   EvictionDetail* detail) {
   KVSPEC_RETURN_IF_ERROR(Validate(input));
 
   if (input.attention.has_value()) Record(*input.attention);
@@ -77,6 +83,23 @@ absl::StatusOr<std::vector<Position>> Policy::Step(const StepInput& input) {
   last_admitted_ = input.first + (input.count - 1);
 
   const std::vector<size_t> slots = ChooseVictims();
+  if (detail != nullptr) {
+    detail->ranked.clear();
+    detail->victims = slots.size();
+    std::vector<double> scores;
+    size_t candidate_end = 0;
+    if (!slots.empty() && RankingScores(scores, candidate_end)) {
+      for (size_t slot = 0; slot < candidate_end; ++slot) {
+        detail->ranked.push_back({kept_[slot], scores[slot]});
+      }
+      // spec/harness.md#victims: score ascending, then position ascending.
+      std::sort(detail->ranked.begin(), detail->ranked.end(),
+                [](const RankedCandidate& a, const RankedCandidate& b) {
+                  if (a.score != b.score) return a.score < b.score;
+                  return a.position < b.position;
+                });
+    }
+  }
   std::vector<Position> victims;
   victims.reserve(slots.size());
   for (size_t k = 0; k < slots.size(); ++k) {

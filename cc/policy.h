@@ -54,6 +54,25 @@ struct StepInput {
   std::optional<absl::Span<const float>> attention;
 };
 
+// One candidate of a score-based eviction, with the score it was ranked by.
+struct RankedCandidate {
+  Position position = 0;
+  double score = 0.0;
+  bool operator==(const RankedCandidate& o) const {
+    return position == o.position && score == o.score;
+  }
+};
+
+// How a score-based policy's latest eviction ranked its candidates
+// (spec/vectors.md#the-cut).
+struct EvictionDetail {
+  // Every candidate (kept, not protected), lowest rank first: score
+  // ascending, then position ascending.
+  std::vector<RankedCandidate> ranked;
+  // The first `victims` entries of `ranked` are the victims.
+  size_t victims = 0;
+};
+
 class Policy {
  public:
   virtual ~Policy() = default;
@@ -70,6 +89,12 @@ class Policy {
   // of kept positions; ATTENTION_VALUE for a NaN, infinite or negative
   // (sign bit set) weight.
   absl::StatusOr<std::vector<Position>> Step(const StepInput& input);
+
+  // As Step, and when a score-based policy evicts, fills `detail` with its
+  // ranking (otherwise leaves `detail->ranked` empty). For vectors, audits
+  // and mismatch reports; O(candidates log candidates) extra.
+  absl::StatusOr<std::vector<Position>> Step(const StepInput& input,
+                                             EvictionDetail* detail);
 
   // Kept positions, ascending. The index of a position in this span is its
   // cache-relative position (spec/harness.md#cache-relative-positions).
@@ -101,6 +126,14 @@ class Policy {
   virtual void Forget(absl::Span<const size_t> slots) = 0;
   // Bytes of per-slot state beyond the kept positions.
   virtual size_t PolicyStateBytes() const = 0;
+  // Score-based policies only: called right after ChooseVictims (before
+  // Forget), the score each kept slot was ranked by, and the end of the
+  // candidate slots [0, candidate_end). Returns false for policies that rank
+  // by position or not at all.
+  virtual bool RankingScores(std::vector<double>& /*scores*/,
+                             size_t& /*candidate_end*/) const {
+    return false;
+  }
 
  private:
   absl::Status Validate(const StepInput& input) const;

@@ -49,6 +49,13 @@ class H2oPolicy final : public Policy {
     return cumulative_.size() * sizeof(double);
   }
 
+  bool RankingScores(std::vector<double>& scores,
+                     size_t& candidate_end) const override {
+    scores = cumulative_;
+    candidate_end = kept().size() - recent_window_;
+    return true;
+  }
+
  private:
   const size_t budget_;
   const size_t recent_window_;

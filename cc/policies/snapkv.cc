@@ -102,6 +102,13 @@ class SnapKvPolicy final : public Policy {
            pooled_.size() * sizeof(double);
   }
 
+  bool RankingScores(std::vector<double>& scores,
+                     size_t& candidate_end) const override {
+    scores = pooled_;
+    candidate_end = kept().size() - recent_window_;
+    return true;
+  }
+
  private:
   const size_t budget_;
   const size_t recent_window_;

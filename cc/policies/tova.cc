@@ -48,6 +48,13 @@ class TovaPolicy final : public Policy {
     return latest_.size() * sizeof(float);
   }
 
+  bool RankingScores(std::vector<double>& scores,
+                     size_t& candidate_end) const override {
+    scores.assign(latest_.begin(), latest_.end());
+    candidate_end = kept().size() - recent_window_;
+    return true;
+  }
+
  private:
   const size_t budget_;
   const size_t recent_window_;

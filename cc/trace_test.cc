@@ -1,0 +1,181 @@
+// Goldens for spec/trace.md. The expected bits were printed by
+// tools/trace_goldens.py, an independent Python implementation written from
+// the spec.
+#include "cc/trace.h"
+
+#include <cstring>
+#include <vector>
+
+#include "cc/errors.h"
+#include "cc/harness.h"
+#include "cc/registry.h"
+#include "gtest/gtest.h"
+
+namespace kvspec {
+namespace {
+
+uint32_t Bits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return bits;
+}
+
+TEST(TraceGenerator, SmallTraceMatchesIndependentGoldens) {
+  TraceConfig config;
+  config.steps = 6;
+  config.sinks = 2;
+  config.recent_length = 2;
+  config.heavy_count = 2;
+  config.epoch_length = 3;
+  const std::vector<std::vector<uint32_t>> expected = {
+      {},
+      {0x3f8055cd},
+      {0x3ee2e89a, 0x3f163f42},
+      {0x3e8f7e0e, 0x3ea95613, 0x3ed4d613},
+      {0x3e8878af, 0x3e9e43ce, 0x3e9c5da0, 0x3dde31d3},
+      {0x3e8ee0ab, 0x3e9918e4, 0x3e87b84f, 0x3d9f09e3, 0x3dc48946},
+  };
+  auto trace = TraceGenerator::Create(config);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  for (const std::vector<uint32_t>& row : expected) {
+    ASSERT_TRUE(trace->Advance());
+    std::vector<uint32_t> bits;
+    for (float w : trace->Row()) bits.push_back(Bits(w));
+    EXPECT_EQ(bits, row) << "step " << trace->step();
+  }
+  EXPECT_FALSE(trace->Advance());
+  EXPECT_EQ(trace->step(), 5u);
+}
+
+TEST(TraceGenerator, CanonicalTraceMatchesIndependentGoldensDeepInTheRun) {
+  TraceConfig config;  // canonical
+  config.steps = 1301;
+  auto trace = TraceGenerator::Create(config);
+  ASSERT_TRUE(trace.ok());
+  while (trace->Advance()) {
+  }
+  ASSERT_EQ(trace->step(), 1300u);
+  const std::vector<std::pair<Position, uint32_t>> expected = {
+      {0, 0x3e001322},    {1, 0x3e0029e8},    {2, 0x3e0017f6},
+      {3, 0x3e002f46},    {4, 0x385eb0a3},    {5, 0x38f1996d},
+      {1290, 0x39237f70}, {1291, 0x39053451}, {1292, 0x3a2e5078},
+      {1293, 0x3a90323a}, {1294, 0x3b053ef4}, {1295, 0x3b842c57},
+      {1296, 0x3c02515b}, {1297, 0x3c81ce55}, {1298, 0x3d00d9a2},
+      {1299, 0x3d80d9b6},
+  };
+  for (const auto& [position, bits] : expected) {
+    EXPECT_EQ(Bits(trace->Weight(position)), bits) << "position " << position;
+  }
+  // Epoch 2 (steps 1024..1535) drew its 16 heavy hitters among 4..1023.
+  std::vector<Position> heavy;
+  for (const auto& [position, multiplicity] : trace->heavy_hitters()) {
+    heavy.push_back(position);
+    EXPECT_EQ(multiplicity, 1u);
+  }
+  EXPECT_EQ(heavy, (std::vector<Position>{23, 38, 75, 85, 113, 294, 333, 360,
+                                          398, 549, 630, 666, 744, 752, 816,
+                                          824}));
+}
+
+TEST(TraceGenerator, SinksTakeHalfOfEachRow) {
+  // spec/trace.md: sink_mass 0.5 of a total 1.0 when every part is present.
+  TraceConfig config;
+  config.steps = 2000;
+  auto trace = TraceGenerator::Create(config);
+  ASSERT_TRUE(trace.ok());
+  while (trace->Advance()) {
+  }
+  double sinks = 0.0;
+  for (Position p = 0; p < 4; ++p) sinks += trace->Weight(p);
+  EXPECT_NEAR(sinks, 0.5, 0.001);
+}
+
+TEST(TraceGenerator, HeavyHittersAreStationaryWithinAnEpoch) {
+  TraceConfig config;
+  config.steps = 1100;
+  config.noise = 0.0;
+  auto trace = TraceGenerator::Create(config);
+  ASSERT_TRUE(trace.ok());
+  std::vector<std::pair<Position, uint32_t>> first;
+  while (trace->Advance()) {
+    if (trace->step() == 600) first = trace->heavy_hitters();
+    if (trace->step() > 600 && trace->step() < 1024) {
+      EXPECT_EQ(trace->heavy_hitters(), first);
+    }
+  }
+  EXPECT_FALSE(first.empty());
+  EXPECT_NE(trace->heavy_hitters(), first);  // epoch 2 drew again
+}
+
+TEST(TraceGenerator, RefusesEachInvalidParameter) {
+  struct Case {
+    TraceConfig config;
+    const char* message;
+  };
+  std::vector<Case> cases;
+  auto with = [](auto edit) {
+    TraceConfig config;
+    config.steps = 10;
+    edit(config);
+    return config;
+  };
+  cases.push_back({with([](TraceConfig& c) { c.steps = 0; }),
+                   "trace: steps must be in [1, 2147483648], got 0"});
+  cases.push_back({with([](TraceConfig& c) { c.sink_mass = -1.0; }),
+                   "trace: sink_mass must be finite and >= 0, got -1"});
+  cases.push_back({with([](TraceConfig& c) { c.recent_mass = std::nan(""); }),
+                   "recent_mass must be finite and >= 0"});
+  cases.push_back({with([](TraceConfig& c) { c.recent_decay = 0.0; }),
+                   "recent_decay must be in (0, 1], got 0"});
+  cases.push_back({with([](TraceConfig& c) { c.recent_length = 65537; }),
+                   "recent_length must be in [0, 65536], got 65537"});
+  cases.push_back({with([](TraceConfig& c) { c.heavy_count = 70000; }),
+                   "heavy_count must be in [0, 65536], got 70000"});
+  cases.push_back({with([](TraceConfig& c) { c.epoch_length = 0; }),
+                   "epoch_length must be in [1, 2147483648], got 0"});
+  cases.push_back({with([](TraceConfig& c) { c.background_mass = 0.0; }),
+                   "background_mass must be finite and > 0, got 0"});
+  cases.push_back({with([](TraceConfig& c) { c.heavy_mass = HUGE_VAL; }),
+                   "heavy_mass must be finite and >= 0, got inf"});
+  cases.push_back({with([](TraceConfig& c) { c.noise = 1.5; }),
+                   "noise must be in [0, 1], got 1.5"});
+  for (const Case& c : cases) {
+    const absl::Status status = ValidateTrace(c.config);
+    EXPECT_EQ(CategoryOf(status), ErrorCategory::kInvalidTrace) << c.message;
+    EXPECT_NE(status.message().find(c.message), absl::string_view::npos)
+        << status;
+  }
+}
+
+TEST(RunTrace, StreamsOnlyKeptPositionsAndMatchesTheFullRows) {
+  // The same trace through RunTrace (gathering kept weights on the fly)
+  // and through RunScenario on the expanded full rows gives the same log.
+  TraceConfig config;
+  config.steps = 700;
+  config.epoch_length = 128;
+  Scenario expanded{"expanded", {}};
+  auto trace = TraceGenerator::Create(config);
+  ASSERT_TRUE(trace.ok());
+  while (trace->Advance()) expanded.steps.push_back({1, trace->Row()});
+  for (const char* name : {"h2o", "tova", "snapkv", "streamingllm"}) {
+    const PolicyConfig policy_config{name, {{"budget", 64}}};
+    const RunResult full_rows = RunScenario(policy_config, expanded);
+    ASSERT_TRUE(full_rows.refusal.ok()) << full_rows.refusal;
+    auto policy = MakePolicy(policy_config);
+    ASSERT_TRUE(policy.ok());
+    std::vector<std::vector<Position>> streamed;
+    ASSERT_TRUE(RunTrace(**policy, config,
+                         [&](uint32_t, absl::Span<const Position> victims,
+                             const EvictionDetail&) {
+                           streamed.emplace_back(victims.begin(), victims.end());
+                         })
+                    .ok());
+    ASSERT_EQ(streamed.size(), full_rows.steps.size());
+    for (size_t i = 0; i < streamed.size(); ++i) {
+      EXPECT_EQ(streamed[i], full_rows.steps[i].victims) << name << " step " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvspec
