@@ -4,9 +4,46 @@
 
 namespace kvspec {
 
+TraceConfig FromProto(const v1::TraceConfig& proto) {
+  TraceConfig config;
+  if (proto.has_seed()) config.seed = proto.seed();
+  if (proto.has_steps()) config.steps = proto.steps();
+  if (proto.has_sinks()) config.sinks = proto.sinks();
+  if (proto.has_sink_mass()) config.sink_mass = proto.sink_mass();
+  if (proto.has_recent_length()) config.recent_length = proto.recent_length();
+  if (proto.has_recent_mass()) config.recent_mass = proto.recent_mass();
+  if (proto.has_recent_decay()) config.recent_decay = proto.recent_decay();
+  if (proto.has_heavy_count()) config.heavy_count = proto.heavy_count();
+  if (proto.has_heavy_mass()) config.heavy_mass = proto.heavy_mass();
+  if (proto.has_epoch_length()) config.epoch_length = proto.epoch_length();
+  if (proto.has_background_mass()) {
+    config.background_mass = proto.background_mass();
+  }
+  if (proto.has_noise()) config.noise = proto.noise();
+  return config;
+}
+
+v1::TraceConfig ToProto(const TraceConfig& config) {
+  v1::TraceConfig proto;
+  proto.set_seed(config.seed);
+  proto.set_steps(config.steps);
+  proto.set_sinks(config.sinks);
+  proto.set_sink_mass(config.sink_mass);
+  proto.set_recent_length(config.recent_length);
+  proto.set_recent_mass(config.recent_mass);
+  proto.set_recent_decay(config.recent_decay);
+  proto.set_heavy_count(config.heavy_count);
+  proto.set_heavy_mass(config.heavy_mass);
+  proto.set_epoch_length(config.epoch_length);
+  proto.set_background_mass(config.background_mass);
+  proto.set_noise(config.noise);
+  return proto;
+}
+
 Scenario FromProto(const v1::Scenario& proto) {
   Scenario scenario;
   scenario.id = proto.id();
+  if (proto.has_trace()) scenario.trace = FromProto(proto.trace());
   for (const v1::Step& step : proto.steps()) {
     ScenarioStep converted;
     converted.admit = step.admit();
@@ -22,6 +59,9 @@ Scenario FromProto(const v1::Scenario& proto) {
 v1::Scenario ToProto(const Scenario& scenario) {
   v1::Scenario proto;
   proto.set_id(scenario.id);
+  if (scenario.trace.has_value()) {
+    *proto.mutable_trace() = ToProto(*scenario.trace);
+  }
   for (const ScenarioStep& step : scenario.steps) {
     v1::Step* converted = proto.add_steps();
     converted->set_admit(step.admit);
@@ -62,6 +102,11 @@ v1::EvictionLog ToProto(const RunResult& result) {
     for (Position victim : record.victims) step->add_victims(victim);
     step->set_kept_count(record.kept_count);
     step->set_query_cache_position(record.query_cache_position);
+    for (const RankedCandidate& candidate : record.cut) {
+      v1::RankedPosition* ranked = step->add_cut();
+      ranked->set_position(candidate.position);
+      ranked->set_score(candidate.score);
+    }
   }
   if (!result.refusal.ok()) {
     v1::Rejection* rejection = log.mutable_rejection();
@@ -71,6 +116,30 @@ v1::EvictionLog ToProto(const RunResult& result) {
     rejection->set_message(std::string(result.refusal.message()));
   }
   return log;
+}
+
+}  // namespace kvspec
+
+namespace kvspec {
+
+RunResult FromProto(const v1::EvictionLog& log) {
+  RunResult result;
+  for (const v1::StepResult& step : log.steps()) {
+    StepRecord record;
+    record.victims.assign(step.victims().begin(), step.victims().end());
+    record.kept_count = step.kept_count();
+    record.query_cache_position = step.query_cache_position();
+    for (const v1::RankedPosition& ranked : step.cut()) {
+      record.cut.push_back({ranked.position(), ranked.score()});
+    }
+    result.steps.push_back(std::move(record));
+  }
+  if (log.has_rejection()) {
+    result.refusal = Refuse(static_cast<ErrorCategory>(log.rejection().category()),
+                            log.rejection().message());
+    result.refused_step = log.rejection().step();
+  }
+  return result;
 }
 
 }  // namespace kvspec

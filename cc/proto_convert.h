@@ -10,6 +10,9 @@
 
 namespace kvspec {
 
+TraceConfig FromProto(const v1::TraceConfig& proto);
+v1::TraceConfig ToProto(const TraceConfig& config);
+
 Scenario FromProto(const v1::Scenario& proto);
 v1::Scenario ToProto(const Scenario& scenario);
 
@@ -17,6 +20,8 @@ PolicyConfig FromProto(const v1::PolicyConfig& proto);
 v1::PolicyConfig ToProto(const PolicyConfig& config);
 
 v1::EvictionLog ToProto(const RunResult& result);
+// The refusal, if any, carries the log's category and message.
+RunResult FromProto(const v1::EvictionLog& log);
 
 }  // namespace kvspec
 

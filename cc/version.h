@@ -5,7 +5,12 @@
 
 namespace kvspec {
 
-inline constexpr char kSpecVersion[] = "0.2.0";
+inline constexpr char kSpecVersion[] = "0.3.0";
+
+// Version of the vector generator (tools/regen_vectors). Raised when the
+// generator's output changes for a reason other than a spec change (a new
+// case, a new rendering).
+inline constexpr char kGeneratorVersion[] = "1";
 
 }  // namespace kvspec
 

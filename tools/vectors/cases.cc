@@ -1,0 +1,507 @@
+#include "tools/vectors/cases.h"
+
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "cc/rng.h"
+
+namespace kvspec {
+namespace vectors {
+namespace {
+
+using Row = std::vector<float>;
+
+ScenarioStep Null(uint32_t admit = 1) { return {admit, std::nullopt}; }
+ScenarioStep WithRow(Row row, uint32_t admit = 1) {
+  return {admit, std::move(row)};
+}
+
+Scenario Explicit(std::string id, std::vector<ScenarioStep> steps) {
+  Scenario scenario;
+  scenario.id = std::move(id);
+  scenario.steps = std::move(steps);
+  return scenario;
+}
+
+Scenario Chunks(std::string id, const std::vector<uint32_t>& chunks) {
+  std::vector<ScenarioStep> steps;
+  for (uint32_t admit : chunks) steps.push_back(Null(admit));
+  return Explicit(std::move(id), std::move(steps));
+}
+
+Scenario Traced(std::string id, const TraceConfig& trace) {
+  Scenario scenario;
+  scenario.id = std::move(id);
+  scenario.trace = trace;
+  return scenario;
+}
+
+// Each position p has one weight, a multiple of 1/8 drawn once, at every
+// step: attention is stationary and ties are frequent.
+Scenario Stationary(std::string id, uint32_t steps, uint64_t seed) {
+  Rng rng(seed);
+  Row weights;
+  std::vector<ScenarioStep> out;
+  for (uint32_t step = 0; step < steps; ++step) {
+    out.push_back(WithRow(weights));
+    weights.push_back(static_cast<float>(rng.Uniform(8)) / 8.0f);
+  }
+  return Explicit(std::move(id), std::move(out));
+}
+
+// Chunks, null steps and fresh weights at every step.
+Scenario Wandering(std::string id, uint32_t steps, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<ScenarioStep> out;
+  uint32_t admitted = 0;
+  for (uint32_t step = 0; step < steps; ++step) {
+    ScenarioStep s;
+    s.admit = rng.Uniform(5) == 0 ? 1 + static_cast<uint32_t>(rng.Uniform(6)) : 1;
+    if (rng.Uniform(7) != 0) {
+      Row row(admitted);
+      for (float& w : row) w = rng.UniformFloat();
+      s.attention = std::move(row);
+    }
+    admitted += s.admit;
+    out.push_back(std::move(s));
+  }
+  return Explicit(std::move(id), std::move(out));
+}
+
+PolicyConfig P(const char* name, std::vector<Parameter> parameters,
+               uint64_t seed = 0) {
+  return {name, std::move(parameters), seed};
+}
+
+class SuiteBuilder {
+ public:
+  void Add(Scenario scenario) { suite_.scenarios.push_back(std::move(scenario)); }
+  void Case(std::string id, std::vector<std::string> flags,
+            std::string description, PolicyConfig policy,
+            std::string scenario_id) {
+    suite_.cases.push_back({std::move(id), std::move(flags),
+                            std::move(description), std::move(policy),
+                            std::move(scenario_id)});
+  }
+  Suite Build() { return std::move(suite_); }
+
+ private:
+  Suite suite_;
+};
+
+const float kNan = std::numeric_limits<float>::quiet_NaN();
+const float kInf = std::numeric_limits<float>::infinity();
+
+void AddScenarios(SuiteBuilder& b) {
+  b.Add(Chunks("one-step", {1}));
+  b.Add(Chunks("singles-7", {1, 1, 1, 1, 1, 1, 1}));
+  b.Add(Chunks("chunk-5-then-2", {5, 2}));
+  b.Add(Chunks("chunk-1-then-4", {1, 4}));
+  b.Add(Chunks("chunk-10", {10}));
+  b.Add(Chunks("chunk-4-then-2", {4, 2}));
+  b.Add(Chunks("chunk-5-then-4", {5, 4}));
+  b.Add(Chunks("chunk-2-then-5", {2, 5}));
+  b.Add(Chunks("chunk-600", {600}));
+  b.Add(Chunks("mixed-chunks", {1, 7, 1, 1, 3, 1, 12, 1, 1, 2, 1, 5, 1}));
+  b.Add(Chunks("singles-5", {1, 1, 1, 1, 1}));
+  b.Add(Chunks("chunk-4", {4}));
+  b.Add(Chunks("chunks-2-1-1-2-1", {2, 1, 1, 2, 1}));
+  b.Add(Explicit("admit-zero", {Null(1), Null(0)}));
+  b.Add(Explicit("row-too-short", {Null(3), WithRow({0.5f, 0.5f})}));
+  b.Add(Explicit("row-too-long", {Null(2), WithRow({0.5f, 0.25f, 0.25f})}));
+  b.Add(Explicit("weight-nan", {Null(3), WithRow({0.5f, kNan, 0.5f})}));
+  b.Add(Explicit("weight-nan-evicted", {Null(3), WithRow({kNan, 0.5f, 0.5f})}));
+  b.Add(Explicit("weight-inf", {Null(2), WithRow({kInf, 0.5f})}));
+  b.Add(Explicit("weight-minus-inf", {Null(2), WithRow({0.5f, -kInf})}));
+  b.Add(Explicit("weight-negative", {Null(2), WithRow({0.5f, -0.25f})}));
+  b.Add(Explicit("weight-minus-zero", {Null(2), WithRow({-0.0f, 0.5f})}));
+  {
+    Scenario both = Chunks("trace-and-steps", {1});
+    both.trace = CanonicalTrace(10);
+    b.Add(both);
+    TraceConfig bad = CanonicalTrace(10);
+    bad.background_mass = 0.0;
+    b.Add(Traced("trace-no-background", bad));
+  }
+  // h2o, tova: four single steps whose last row varies.
+  auto four = [](std::string id, Row last) {
+    return Explicit(std::move(id), {Null(), WithRow({1.0f}),
+                                    WithRow({0.25f, 0.5f}),
+                                    WithRow(std::move(last))});
+  };
+  b.Add(four("four-distinct", {0.25f, 0.125f, 0.5f}));
+  b.Add(four("four-tie-1-2", {0.25f, 0.25f, 0.75f}));
+  b.Add(four("four-tie-latest", {0.5f, 0.25f, 0.25f}));
+  b.Add(four("four-latest-only", {0.0f, 0.125f, 0.5f}));
+  b.Add(Explicit("unobserved-new", {Null(), WithRow({0.5f}),
+                                    WithRow({0.5f, 0.25f})}));
+  b.Add(Explicit("null-then-row", {Null(), WithRow({0.5f}), Null(),
+                                   WithRow({0.0f, 0.5f, 0.0f})}));
+  b.Add(Explicit("null-last", {Null(), WithRow({1.0f}), WithRow({0.25f, 0.5f}),
+                               Null()}));
+  b.Add(Explicit("chunk-ranking", {WithRow({}, 2), WithRow({0.5f, 0.25f}, 3)}));
+  b.Add(Explicit("recent-zero-attention",
+                 {WithRow({}, 3), WithRow({1.0f, 0.0f, 0.0f}),
+                  WithRow({1.0f, 0.0f, 0.0f, 0.0f})}));
+  {
+    const float big = 16777216.0f;  // 2^24
+    b.Add(Explicit("binary64-sums",
+                   {WithRow({}, 2), WithRow({big, big}),
+                    WithRow({1.0f, 1.0f, 2 * big}),
+                    WithRow({1.0f, 0.0f, 2 * big, 0.0f})}));
+  }
+  b.Add(Explicit("no-renormalization",
+                 {Null(4), WithRow({0.75f, 0.125f, 0.0f, 0.0f}),
+                  WithRow({0.25f, 0.25f, 0.0f, 0.375f, 0.125f})}));
+  b.Add(Explicit("tova-no-recent", {Null(2), WithRow({0.5f, 0.25f}),
+                                    WithRow({0.5f, 0.0f, 0.75f})}));
+  // snapkv.
+  b.Add(Explicit("ring-wrap", {Null(), WithRow({0.5f}), WithRow({0.25f, 0.75f}),
+                               WithRow({0.125f, 0.25f, 0.5f})}));
+  b.Add(Explicit("null-ring", {Null(2), WithRow({0.5f, 0.0f}), Null(),
+                               WithRow({0.125f, 0.25f, 1.0f, 0.0f})}));
+  {
+    const float t = 0x1.0p-53f;
+    auto rounding = [t](std::string id, std::optional<Row> first) {
+      return Explicit(std::move(id),
+                      {{2, std::move(first)}, WithRow({0.5f, 0.0f}),
+                       WithRow({t, 0.0f, 0.0f}),
+                       WithRow({1.0f, 0.0f, 0.0f, 0.0f}),
+                       WithRow({t, 1.0f, 0.0f, 0.0f, 0.0f})});
+    };
+    b.Add(rounding("ring-order-null-first", std::nullopt));
+    b.Add(rounding("ring-order-empty-first", Row{}));
+  }
+  b.Add(Explicit("pool-high-end", {Null(3), WithRow({1.0f, 0.5f, 0.25f})}));
+  b.Add(Explicit("pool-low-end", {Null(4), WithRow({0.25f, 0.5f, 1.0f, 0.75f})}));
+  b.Add(Explicit("pool-defends", {Null(4), WithRow({0.5f, 0.125f, 1.0f, 0.25f})}));
+  b.Add(Explicit("pool-protected", {Null(3), WithRow({0.5f, 0.25f, 1.0f})}));
+  b.Add(Stationary("stationary-200", 200, 1));
+  b.Add(Wandering("wandering-150", 150, 1));
+  for (uint32_t budget : {256u, 512u, 1024u}) {
+    b.Add(Traced("canonical-" + std::to_string(4 * budget),
+                 CanonicalTrace(4 * budget)));
+  }
+  b.Add(Traced("canonical-300", CanonicalTrace(300)));
+}
+
+void AddHarnessCases(SuiteBuilder& b) {
+  const PolicyConfig window4 = P("window", {{"budget", 4}});
+  b.Case("harness/refusal/unknown-policy", {"refusal.unknown-policy"},
+         "'lru' is not a registered policy", P("lru", {}), "one-step");
+  b.Case("harness/refusal/unknown-parameter", {"refusal.invalid-parameter"},
+         "window takes no parameter 'size'", P("window", {{"size", 4}}),
+         "one-step");
+  b.Case("harness/refusal/repeated-parameter", {"refusal.invalid-parameter"},
+         "budget given twice", P("window", {{"budget", 4}, {"budget", 4}}),
+         "one-step");
+  b.Case("harness/refusal/admit-zero", {"refusal.position"},
+         "step 1 admits no position", window4, "admit-zero");
+  b.Case("harness/refusal/row-too-short", {"refusal.attention-length"},
+         "step 1's row has 2 weights for 3 admitted positions", window4,
+         "row-too-short");
+  b.Case("harness/refusal/row-too-long", {"refusal.attention-length"},
+         "step 1's row has 3 weights for 2 admitted positions", window4,
+         "row-too-long");
+  b.Case("harness/refusal/weight-nan", {"refusal.attention-value"},
+         "a NaN weight", window4, "weight-nan");
+  b.Case("harness/refusal/weight-nan-at-evicted-position",
+         {"refusal.attention-value"},
+         "a NaN at a position the policy no longer keeps is still refused",
+         P("window", {{"budget", 2}}), "weight-nan-evicted");
+  b.Case("harness/refusal/weight-inf", {"refusal.attention-value"},
+         "an infinite weight", window4, "weight-inf");
+  b.Case("harness/refusal/weight-minus-inf", {"refusal.attention-value"},
+         "a -inf weight", window4, "weight-minus-inf");
+  b.Case("harness/refusal/weight-negative", {"refusal.attention-value"},
+         "a negative weight", window4, "weight-negative");
+  b.Case("harness/refusal/weight-minus-zero", {"refusal.attention-value"},
+         "-0.0 is refused: its sign bit is set", window4, "weight-minus-zero");
+  b.Case("harness/refusal/trace-and-steps", {"refusal.invalid-trace"},
+         "a scenario with both steps and a trace", window4, "trace-and-steps");
+  b.Case("harness/refusal/trace-no-background", {"refusal.invalid-trace"},
+         "background_mass must be above 0", window4, "trace-no-background");
+  b.Case("harness/gather/no-renormalization", {"renormalize.none"},
+         "raw gathered weights tie positions 1 and 3 and 1 goes; "
+         "renormalized ones would evict 3",
+         P("h2o", {{"budget", 3}, {"recent_window", 2}}), "no-renormalization");
+}
+
+void AddPositionalCases(SuiteBuilder& b) {
+  b.Case("full/basic/never-evicts", {}, "chunks and single steps, nothing goes",
+         P("full", {}), "mixed-chunks");
+  b.Case("full/refusal/budget", {"refusal.invalid-parameter"},
+         "full takes no budget", P("full", {{"budget", 8}}), "one-step");
+  b.Case("full/canonical/steps-300", {"canonical-trace"},
+         "300 steps of the canonical trace, nothing goes", P("full", {}),
+         "canonical-300");
+
+  const PolicyConfig window3 = P("window", {{"budget", 3}});
+  b.Case("window/basic/single-steps", {"null-attention.still-evicts"},
+         "budget 3: each step past the third evicts the oldest", window3,
+         "singles-7");
+  b.Case("window/chunk/evicts-in-one-step", {"chunk.one-ranking"},
+         "budget 3: a chunk of 5 evicts 0 and 1, then a chunk of 2 evicts 2, 3",
+         window3, "chunk-5-then-2");
+  b.Case("window/chunk/longer-than-budget", {"chunk.evicts-own", "chunk.one-ranking"},
+         "budget 2: a chunk of 4 evicts two of its own positions",
+         P("window", {{"budget", 2}}), "chunk-1-then-4");
+  b.Case("window/refusal/budget-zero", {"refusal.invalid-parameter"},
+         "budget 0", P("window", {{"budget", 0}}), "one-step");
+  b.Case("window/refusal/budget-above-2-32", {"refusal.invalid-parameter"},
+         "budget 2^32", P("window", {{"budget", 4294967296}}), "one-step");
+  b.Case("window/defaults/budget-512", {"defaults", "chunk.one-ranking"},
+         "513 positions at the default budget: 0 goes", P("window", {}),
+         "chunk-600");
+
+  auto streaming = [](int64_t budget, int64_t sinks) {
+    return P("streamingllm", {{"budget", budget}, {"sinks", sinks}});
+  };
+  b.Case("streamingllm/basic/sinks-and-rolling-window",
+         {"sinks.protected", "cache-relative", "null-attention.still-evicts"},
+         "budget 5, sinks 2: 2 and 3 go; the query of step 6 sits at S + W = 5",
+         streaming(5, 2), "singles-7");
+  b.Case("streamingllm/chunk/first-exceeds-cache",
+         {"chunk.first-exceeds-cache", "chunk.evicts-own", "sinks.protected"},
+         "a first chunk of 10 keeps sinks 0, 1 and 7..9 (the seed's PyTorch "
+         "cache loses the sinks)",
+         streaming(5, 2), "chunk-10");
+  b.Case("streamingllm/chunk/crosses-capacity", {"chunk.crosses-capacity"},
+         "chunks of 4 then 2: 2 goes, 3 stays (the seed's cache loses 3)",
+         streaming(5, 2), "chunk-4-then-2");
+  b.Case("streamingllm/chunk/longer-than-window",
+         {"chunk.longer-than-window", "chunk.evicts-own", "chunk.one-ranking"},
+         "a chunk of 4 into a full cache with W = 3: 2..5 go, 5 its own",
+         streaming(5, 2), "chunk-5-then-4");
+  b.Case("streamingllm/chunk/holds-sinks", {"chunk.holds-sinks", "sinks.protected"},
+         "budget 6, sinks 4: a chunk brings sinks 2, 3 and 4..6; 4 goes",
+         streaming(6, 4), "chunk-2-then-5");
+  for (int64_t budget : {1, 3, 5, 8}) {
+    b.Case("streamingllm/neighbour/zero-sinks-is-window-" + std::to_string(budget),
+           {"neighbour.streamingllm-window", "chunk.one-ranking"},
+           "sinks 0 evicts exactly what window evicts at this budget",
+           streaming(budget, 0), "mixed-chunks");
+  }
+  b.Case("streamingllm/refusal/sinks-equal-budget", {"refusal.invalid-parameter"},
+         "sinks must be below budget", streaming(4, 4), "one-step");
+  b.Case("streamingllm/refusal/sinks-negative", {"refusal.invalid-parameter"},
+         "sinks -1", streaming(4, -1), "one-step");
+  b.Case("streamingllm/defaults/budget-512-sinks-4",
+         {"defaults", "sinks.protected", "chunk.evicts-own"},
+         "600 positions at the defaults: 0..3 and 92..599 stay",
+         P("streamingllm", {}), "chunk-600");
+
+  for (uint32_t budget : {256u, 512u, 1024u}) {
+    const std::string scenario = "canonical-" + std::to_string(4 * budget);
+    const std::string b_text = std::to_string(budget);
+    b.Case("window/canonical/budget-" + b_text, {"canonical-trace"},
+           "canonical trace, 4 x budget steps",
+           P("window", {{"budget", budget}}), scenario);
+    b.Case("streamingllm/canonical/budget-" + b_text,
+           {"canonical-trace", "sinks.protected"},
+           "canonical trace, 4 x budget steps, 4 sinks",
+           P("streamingllm", {{"budget", budget}}), scenario);
+  }
+}
+
+void AddScoreCases(SuiteBuilder& b) {
+  auto h2o = [](int64_t budget, int64_t recent) {
+    return P("h2o", {{"budget", budget}, {"recent_window", recent}});
+  };
+  auto tova = [](int64_t budget, int64_t recent) {
+    return P("tova", {{"budget", budget}, {"recent_window", recent}});
+  };
+  auto snapkv = [](int64_t budget, int64_t recent, int64_t obs, int64_t pool) {
+    return P("snapkv", {{"budget", budget}, {"recent_window", recent},
+                        {"obs_window", obs}, {"pool_kernel", pool}});
+  };
+  auto random = [](int64_t budget, int64_t recent, uint64_t seed) {
+    return P("random", {{"budget", budget}, {"recent_window", recent}}, seed);
+  };
+
+  // h2o.
+  b.Case("h2o/basic/lowest-sum", {"recent-window.protected"},
+         "sums 1.5, 0.625, 0.5: position 2 goes (tova would evict 1)",
+         h2o(3, 1), "four-distinct");
+  b.Case("h2o/ties/equal-sums-evict-lower", {"tie.lower-position"},
+         "positions 1 and 2 both sum to 0.75: 1 goes", h2o(3, 1),
+         "four-tie-1-2");
+  b.Case("h2o/unobserved/new-position-scores-zero",
+         {"unobserved.zero", "tie.lower-position"},
+         "no recent window: the new position 2 (+0.0) goes", h2o(2, 0),
+         "unobserved-new");
+  b.Case("h2o/null/still-evicts", {"null-attention.still-evicts"},
+         "a null step adds nothing and still evicts", h2o(2, 1),
+         "null-then-row");
+  b.Case("h2o/chunk/one-ranking",
+         {"chunk.one-ranking", "unobserved.zero", "tie.lower-position",
+          "victims.ascending"},
+         "a chunk of 3 makes five kept: 2 and 3 (+0.0) go together", h2o(3, 1),
+         "chunk-ranking");
+  b.Case("h2o/recent-window/protected", {"recent-window.protected"},
+         "recent window 2 keeps zero-attention positions", h2o(3, 2),
+         "recent-zero-attention");
+  b.Case("h2o/arithmetic/binary64-sums", {"h2o.binary64-sum"},
+         "2^24 + 1 + 1 in binary64 ranks above 2^24 + 1; binary32 would tie",
+         h2o(4, 2), "binary64-sums");
+  b.Case("h2o/refusal/recent-window-equal-budget", {"refusal.invalid-parameter"},
+         "recent_window must be below budget", h2o(4, 4), "one-step");
+  b.Case("h2o/refusal/recent-window-negative", {"refusal.invalid-parameter"},
+         "recent_window -1", h2o(4, -1), "one-step");
+  b.Case("h2o/refusal/default-recent-window-above-budget",
+         {"refusal.invalid-parameter"},
+         "budget 16 with the default recent_window 16 is refused",
+         P("h2o", {{"budget", 16}}), "one-step");
+  b.Case("h2o/defaults/budget-512", {"defaults", "unobserved.zero", "tie.lower-position"},
+         "600 unobserved positions at the defaults: 0..87 go", P("h2o", {}),
+         "chunk-600");
+
+  // tova.
+  b.Case("tova/basic/lowest-latest", {"recent-window.protected"},
+         "latest weights 0.25, 0.125, 0.5: 1 goes", tova(3, 1), "four-distinct");
+  b.Case("tova/ties/equal-latest-evict-lower", {"tie.lower-position"},
+         "latest 0.5, 0.25, 0.25: 1 goes", tova(3, 1), "four-tie-latest");
+  b.Case("tova/basic/only-latest-counts", {},
+         "position 0's earlier 1.0 is forgotten: its latest 0.0 goes",
+         tova(3, 1), "four-latest-only");
+  b.Case("tova/null/keeps-latest",
+         {"null-attention.inert", "unobserved.zero", "null-attention.still-evicts"},
+         "a null last step keeps step 2's weights; the unobserved 2 goes",
+         tova(3, 1), "null-last");
+  b.Case("tova/unobserved/no-recent-window",
+         {"unobserved.zero", "tie.lower-position"},
+         "no recent window: new positions score +0.0 and tie with 0.0",
+         tova(2, 0), "tova-no-recent");
+  b.Case("tova/chunk/one-ranking", {"chunk.one-ranking", "victims.ascending"},
+         "a chunk of 3 makes five kept; two go from one ranking", tova(3, 1),
+         "chunk-ranking");
+  b.Case("tova/refusal/recent-window-equal-budget", {"refusal.invalid-parameter"},
+         "recent_window must be below budget", tova(2, 2), "one-step");
+  b.Case("tova/defaults/budget-512", {"defaults", "unobserved.zero"},
+         "600 unobserved positions at the defaults", P("tova", {}), "chunk-600");
+
+  // snapkv.
+  b.Case("snapkv/ring/wrap-forgets-oldest",
+         {"snapkv.ring-wrap", "recent-window.protected"},
+         "obs_window 2: position 0's first weight is overwritten; 0 goes",
+         snapkv(3, 1, 2, 1), "ring-wrap");
+  b.Case("snapkv/ties/equal-pooled-evict-lower",
+         {"tie.lower-position", "snapkv.pool-defends"},
+         "pool_kernel 3 pools three candidates to 1.0: 0 goes",
+         snapkv(3, 1, 2, 3), "ring-wrap");
+  b.Case("snapkv/null/does-not-advance-ring", {"null-attention.inert"},
+         "the null step leaves the cursor: step 3 writes index 1 and 1 goes",
+         snapkv(4, 2, 2, 1), "null-ring");
+  b.Case("snapkv/ring/index-order-sum", {"snapkv.ring-index-order"},
+         "ring (t, t, 1.0) sums to 1 + 2^-52 from index 0: position 1 goes",
+         snapkv(5, 4, 3, 1), "ring-order-null-first");
+  b.Case("snapkv/ring/empty-first-row-advances",
+         {"empty-row.recorded", "tie.lower-position"},
+         "the empty first row moves the cursor; the sums tie and 0 goes",
+         snapkv(5, 4, 3, 1), "ring-order-empty-first");
+  b.Case("snapkv/pool/clamp-high-end", {"snapkv.pool-clamp", "unobserved.zero"},
+         "clamped pooling evicts the new position; wrapping would evict 2",
+         snapkv(3, 0, 4, 3), "pool-high-end");
+  b.Case("snapkv/pool/clamp-low-end", {"snapkv.pool-defends"},
+         "slot 0 pools over slots 0 and 1 only; 0 goes", snapkv(4, 1, 4, 3),
+         "pool-low-end");
+  b.Case("snapkv/pool/defends-neighbour", {"snapkv.pool-defends"},
+         "position 2 defends 1; 0 goes instead", snapkv(4, 1, 4, 3),
+         "pool-defends");
+  b.Case("snapkv/pool/no-pooling-control", {},
+         "pool_kernel 1 on the same rows: 1 goes", snapkv(4, 1, 4, 1),
+         "pool-defends");
+  b.Case("snapkv/pool/protected-neighbour",
+         {"snapkv.pool-protected-neighbour", "snapkv.pool-defends"},
+         "protected position 2 defends candidate 1; 0 goes",
+         snapkv(3, 2, 4, 3), "pool-protected");
+  b.Case("snapkv/chunk/one-ranking",
+         {"chunk.one-ranking", "victims.ascending", "unobserved.zero"},
+         "a chunk of 3 makes five kept; two go from one ranking",
+         snapkv(3, 1, 4, 3), "chunk-ranking");
+  for (int64_t obs : {1, 4, 16}) {
+    b.Case("snapkv/neighbour/tova-stationary-obs-" + std::to_string(obs),
+           {"neighbour.snapkv-tova", "tie.lower-position"},
+           "stationary rows: pool_kernel 1 evicts what tova evicts",
+           snapkv(24, 16, obs, 1), "stationary-200");
+  }
+  b.Case("snapkv/neighbour/h2o-long-window",
+         {"neighbour.snapkv-h2o", "null-attention.still-evicts",
+          "chunk.one-ranking"},
+         "obs_window past the scenario, pool_kernel 1: what h2o evicts",
+         snapkv(8, 3, 400, 1), "wandering-150");
+  b.Case("snapkv/neighbour/h2o-canonical",
+         {"neighbour.snapkv-h2o", "canonical-trace"},
+         "canonical trace, obs_window past the run, pool_kernel 1: h2o's victims",
+         snapkv(512, 16, 2049, 1), "canonical-2048");
+  b.Case("snapkv/refusal/obs-window-zero", {"refusal.invalid-parameter"},
+         "obs_window 0", snapkv(4, 1, 0, 1), "one-step");
+  b.Case("snapkv/refusal/obs-window-too-large", {"refusal.invalid-parameter"},
+         "obs_window 65537", snapkv(4, 1, 65537, 1), "one-step");
+  b.Case("snapkv/refusal/pool-kernel-even", {"refusal.invalid-parameter"},
+         "pool_kernel 4 has no centre", snapkv(4, 1, 4, 4), "one-step");
+  b.Case("snapkv/refusal/pool-kernel-zero", {"refusal.invalid-parameter"},
+         "pool_kernel 0", snapkv(4, 1, 4, 0), "one-step");
+  b.Case("snapkv/refusal/recent-window-equal-budget", {"refusal.invalid-parameter"},
+         "recent_window must be below budget", snapkv(4, 4, 4, 1), "one-step");
+  b.Case("snapkv/defaults/budget-512", {"defaults", "unobserved.zero"},
+         "600 unobserved positions at the defaults", P("snapkv", {}),
+         "chunk-600");
+
+  // random.
+  b.Case("random/draws/follow-the-rng", {"random.draw-order"},
+         "seed 42, budget 2: Uniform(3) draws 0, 1, 2 evict 0, 2, 4",
+         random(2, 0, 42), "singles-5");
+  b.Case("random/draws/several-without-replacement",
+         {"random.draw-order", "chunk.one-ranking"},
+         "seed 42, a chunk of 4: Uniform(4) then Uniform(3) evict 0 and 2",
+         random(2, 0, 42), "chunk-4");
+  b.Case("random/draws/continue-across-steps",
+         {"random.draw-order", "recent-window.protected", "chunk.one-ranking"},
+         "the Rng lives as long as the policy", random(2, 1, 42),
+         "chunks-2-1-1-2-1");
+  b.Case("random/null/still-evicts", {"null-attention.still-evicts", "random.draw-order"},
+         "null steps evict by draws as any other", random(3, 1, 7), "singles-7");
+  b.Case("random/refusal/recent-window-equal-budget", {"refusal.invalid-parameter"},
+         "recent_window must be below budget", random(3, 3, 0), "one-step");
+  b.Case("random/defaults/budget-512", {"defaults", "random.draw-order"},
+         "600 positions at the defaults, seed 0", P("random", {}), "chunk-600");
+
+  for (uint32_t budget : {256u, 512u, 1024u}) {
+    const std::string scenario = "canonical-" + std::to_string(4 * budget);
+    const std::string b_text = std::to_string(budget);
+    b.Case("h2o/canonical/budget-" + b_text, {"canonical-trace"},
+           "canonical trace, 4 x budget steps", P("h2o", {{"budget", budget}}),
+           scenario);
+    b.Case("tova/canonical/budget-" + b_text, {"canonical-trace"},
+           "canonical trace, 4 x budget steps", P("tova", {{"budget", budget}}),
+           scenario);
+    b.Case("snapkv/canonical/budget-" + b_text, {"canonical-trace"},
+           "canonical trace, 4 x budget steps",
+           P("snapkv", {{"budget", budget}}), scenario);
+    b.Case("random/canonical/budget-" + b_text, {"canonical-trace"},
+           "canonical trace, 4 x budget steps, seed 1",
+           P("random", {{"budget", budget}}, 1), scenario);
+  }
+}
+
+}  // namespace
+
+TraceConfig CanonicalTrace(uint32_t steps) {
+  TraceConfig config;
+  config.steps = steps;
+  return config;
+}
+
+Suite BuildSuite() {
+  SuiteBuilder builder;
+  AddScenarios(builder);
+  AddHarnessCases(builder);
+  AddPositionalCases(builder);
+  AddScoreCases(builder);
+  return builder.Build();
+}
+
+}  // namespace vectors
+}  // namespace kvspec

@@ -1,0 +1,180 @@
+#include "tools/vectors/generate.h"
+
+#include <map>
+#include <set>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "cc/proto_convert.h"
+#include "cc/sha256.h"
+#include "cc/version.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/text_format.h"
+#include "google/protobuf/util/json_util.h"
+#include "spec/kvspec.pb.h"
+#include "tools/vectors/flags.h"
+
+namespace kvspec {
+namespace vectors {
+namespace {
+
+absl::Status Malformed(const std::string& message) {
+  return absl::FailedPreconditionError("vector suite: " + message);
+}
+
+// spec/vectors.md#case-ids: at least three '/'-separated segments of
+// [a-z0-9.-], none empty.
+bool WellFormedId(const std::string& id) {
+  const std::vector<std::string> segments = absl::StrSplit(id, '/');
+  if (segments.size() < 3) return false;
+  for (const std::string& segment : segments) {
+    if (segment.empty()) return false;
+    for (char c : segment) {
+      const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                      c == '.' || c == '-';
+      if (!ok) return false;
+    }
+  }
+  return true;
+}
+
+std::string GroupOf(const std::string& id) {
+  return id.substr(0, id.find('/'));
+}
+
+absl::Status CheckSuite(const Suite& suite) {
+  std::set<std::string> scenario_ids;
+  for (const Scenario& scenario : suite.scenarios) {
+    if (!scenario_ids.insert(scenario.id).second) {
+      return Malformed("duplicate scenario id '" + scenario.id + "'");
+    }
+  }
+  std::set<std::string> case_ids;
+  for (const CaseSpec& c : suite.cases) {
+    if (!WellFormedId(c.id)) {
+      return Malformed("case id '" + c.id +
+                       "' is not <group>/<topic>/<name> of [a-z0-9.-]");
+    }
+    if (!case_ids.insert(c.id).second) {
+      return Malformed("duplicate case id '" + c.id + "'");
+    }
+    for (const std::string& flag : c.flags) {
+      if (FindFlag(flag) == nullptr) {
+        return Malformed("case '" + c.id + "' has unknown flag '" + flag + "'");
+      }
+    }
+    if (scenario_ids.count(c.scenario_id) == 0) {
+      return Malformed("case '" + c.id + "' names unknown scenario '" +
+                       c.scenario_id + "'");
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string Serialize(const google::protobuf::Message& message) {
+  std::string bytes;
+  google::protobuf::io::StringOutputStream stream(&bytes);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  message.SerializeToCodedStream(&coded);
+  coded.Trim();
+  return bytes;
+}
+
+std::string Render(const google::protobuf::Message& message) {
+  std::string text;
+  google::protobuf::TextFormat::Printer printer;
+  printer.PrintToString(message, &text);
+  return text;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<GeneratedFile>> GenerateVectorFiles(
+    const Suite& suite) {
+  if (absl::Status status = CheckSuite(suite); !status.ok()) return status;
+  std::map<std::string, const Scenario*> scenarios;
+  for (const Scenario& scenario : suite.scenarios) {
+    scenarios[scenario.id] = &scenario;
+  }
+
+  // Groups in order of first appearance.
+  std::vector<std::string> groups;
+  std::map<std::string, std::vector<const CaseSpec*>> by_group;
+  for (const CaseSpec& c : suite.cases) {
+    const std::string group = GroupOf(c.id);
+    if (by_group.count(group) == 0) groups.push_back(group);
+    by_group[group].push_back(&c);
+  }
+
+  std::vector<GeneratedFile> files;
+  v1::Manifest manifest;
+  manifest.set_schema(kManifestSchema);
+  manifest.set_spec_version(kSpecVersion);
+  manifest.set_generator_version(kGeneratorVersion);
+  std::set<std::string> all_scenarios_used;
+  for (const std::string& group : groups) {
+    v1::VectorFile file;
+    file.set_schema(kVectorSchema);
+    file.set_spec_version(kSpecVersion);
+    std::set<std::string> used;
+    for (const CaseSpec* c : by_group[group]) used.insert(c->scenario_id);
+    for (const Scenario& scenario : suite.scenarios) {
+      if (used.count(scenario.id) != 0) *file.add_scenarios() = ToProto(scenario);
+    }
+    for (const CaseSpec* c : by_group[group]) {
+      v1::Case* out = file.add_cases();
+      out->set_id(c->id);
+      for (const std::string& flag : c->flags) out->add_flags(flag);
+      out->set_description(c->description);
+      *out->mutable_policy() = ToProto(c->policy);
+      out->set_scenario_id(c->scenario_id);
+      const RunResult result = RunScenario(
+          c->policy, *scenarios[c->scenario_id], RunOptions{/*record_cut=*/true});
+      *out->mutable_expected() = ToProto(result);
+    }
+    all_scenarios_used.insert(used.begin(), used.end());
+    for (const auto& [suffix, bytes] :
+         std::vector<std::pair<std::string, std::string>>{
+             {".pb", Serialize(file)}, {".textproto", Render(file)}}) {
+      v1::ManifestEntry* entry = manifest.add_files();
+      entry->set_path(group + suffix);
+      entry->set_sha256(Sha256Hex(bytes));
+      entry->set_bytes(bytes.size());
+      entry->set_cases(suffix == ".pb" ? file.cases_size() : 0);
+      files.push_back({group + suffix, bytes});
+    }
+  }
+  manifest.set_cases(static_cast<uint32_t>(suite.cases.size()));
+  manifest.set_scenarios(static_cast<uint32_t>(all_scenarios_used.size()));
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  if (!google::protobuf::util::MessageToJsonString(manifest, &json, options)
+           .ok()) {
+    return absl::InternalError("cannot render the manifest as JSON");
+  }
+  files.push_back({"MANIFEST.json", json});
+  return files;
+}
+
+std::string FlagTableMarkdown() {
+  std::string table =
+      "| flag | rule | what a case with it shows | must decide a case for |\n"
+      "| --- | --- | --- | --- |\n";
+  for (const FlagInfo& flag : Flags()) {
+    table += absl::StrFormat(
+        "| `%s` | [%s](%s) | %s | %s |\n", flag.name, flag.rule, flag.rule,
+        flag.note,
+        flag.required_for.empty() ? "any one policy"
+                                  : absl::StrJoin(flag.required_for, ", "));
+  }
+  return table;
+}
+
+}  // namespace vectors
+}  // namespace kvspec
