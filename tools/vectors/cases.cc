@@ -141,6 +141,9 @@ void AddScenarios(SuiteBuilder& b) {
   b.Add(Explicit("null-last", {Null(), WithRow({1.0f}), WithRow({0.25f, 0.5f}),
                                Null()}));
   b.Add(Explicit("chunk-ranking", {WithRow({}, 2), WithRow({0.5f, 0.25f}, 3)}));
+  b.Add(Explicit("recent-protects", {WithRow({}, 3), WithRow({1.0f, 0.5f, 0.0f})}));
+  b.Add(Explicit("descending-chunk",
+                 {WithRow({}, 4), WithRow({0.5f, 0.25f, 0.125f, 0.0625f}, 2)}));
   b.Add(Explicit("recent-zero-attention",
                  {WithRow({}, 3), WithRow({1.0f, 0.0f, 0.0f}),
                   WithRow({1.0f, 0.0f, 0.0f, 0.0f})}));
@@ -177,6 +180,8 @@ void AddScenarios(SuiteBuilder& b) {
   b.Add(Explicit("pool-low-end", {Null(4), WithRow({0.25f, 0.5f, 1.0f, 0.75f})}));
   b.Add(Explicit("pool-defends", {Null(4), WithRow({0.5f, 0.125f, 1.0f, 0.25f})}));
   b.Add(Explicit("pool-protected", {Null(3), WithRow({0.5f, 0.25f, 1.0f})}));
+  b.Add(Explicit("pool-protected-decides",
+                 {Null(4), WithRow({0.5f, 0.125f, 0.25f, 1.0f})}));
   b.Add(Stationary("stationary-200", 200, 1));
   b.Add(Wandering("wandering-150", 150, 1));
   for (uint32_t budget : {256u, 512u, 1024u}) {
@@ -328,20 +333,26 @@ void AddScoreCases(SuiteBuilder& b) {
          "positions 1 and 2 both sum to 0.75: 1 goes", h2o(3, 1),
          "four-tie-1-2");
   b.Case("h2o/unobserved/new-position-scores-zero",
-         {"unobserved.zero", "tie.lower-position"},
+         {"unobserved.zero"},
          "no recent window: the new position 2 (+0.0) goes", h2o(2, 0),
          "unobserved-new");
   b.Case("h2o/null/still-evicts", {"null-attention.still-evicts"},
          "a null step adds nothing and still evicts", h2o(2, 1),
          "null-then-row");
   b.Case("h2o/chunk/one-ranking",
-         {"chunk.one-ranking", "unobserved.zero", "tie.lower-position",
-          "victims.ascending"},
+         {"chunk.one-ranking", "unobserved.zero"},
          "a chunk of 3 makes five kept: 2 and 3 (+0.0) go together", h2o(3, 1),
          "chunk-ranking");
-  b.Case("h2o/recent-window/protected", {"recent-window.protected"},
+  b.Case("h2o/recent-window/zero-attention-kept", {},
          "recent window 2 keeps zero-attention positions", h2o(3, 2),
          "recent-zero-attention");
+  b.Case("h2o/recent-window/protected", {"recent-window.protected"},
+         "recent window 2 protects position 2 (+0.0); 1 (0.5) goes instead",
+         h2o(3, 2), "recent-protects");
+  b.Case("h2o/victims/reported-ascending",
+         {"victims.ascending", "chunk.one-ranking", "unobserved.zero"},
+         "victims ranked 4, 3, 2 are reported 2, 3, 4", h2o(3, 1),
+         "descending-chunk");
   b.Case("h2o/arithmetic/binary64-sums", {"h2o.binary64-sum"},
          "2^24 + 1 + 1 in binary64 ranks above 2^24 + 1; binary32 would tie",
          h2o(4, 2), "binary64-sums");
@@ -373,7 +384,11 @@ void AddScoreCases(SuiteBuilder& b) {
          {"unobserved.zero", "tie.lower-position"},
          "no recent window: new positions score +0.0 and tie with 0.0",
          tova(2, 0), "tova-no-recent");
-  b.Case("tova/chunk/one-ranking", {"chunk.one-ranking", "victims.ascending"},
+  b.Case("tova/victims/reported-ascending",
+         {"victims.ascending", "chunk.one-ranking", "unobserved.zero"},
+         "victims ranked 4, 3, 2 are reported 2, 3, 4", tova(3, 1),
+         "descending-chunk");
+  b.Case("tova/chunk/one-ranking", {"chunk.one-ranking"},
          "a chunk of 3 makes five kept; two go from one ranking", tova(3, 1),
          "chunk-ranking");
   b.Case("tova/refusal/recent-window-equal-budget", {"refusal.invalid-parameter"},
@@ -387,7 +402,7 @@ void AddScoreCases(SuiteBuilder& b) {
          "obs_window 2: position 0's first weight is overwritten; 0 goes",
          snapkv(3, 1, 2, 1), "ring-wrap");
   b.Case("snapkv/ties/equal-pooled-evict-lower",
-         {"tie.lower-position", "snapkv.pool-defends"},
+         {"tie.lower-position"},
          "pool_kernel 3 pools three candidates to 1.0: 0 goes",
          snapkv(3, 1, 2, 3), "ring-wrap");
   b.Case("snapkv/null/does-not-advance-ring", {"null-attention.inert"},
@@ -403,7 +418,7 @@ void AddScoreCases(SuiteBuilder& b) {
   b.Case("snapkv/pool/clamp-high-end", {"snapkv.pool-clamp", "unobserved.zero"},
          "clamped pooling evicts the new position; wrapping would evict 2",
          snapkv(3, 0, 4, 3), "pool-high-end");
-  b.Case("snapkv/pool/clamp-low-end", {"snapkv.pool-defends"},
+  b.Case("snapkv/pool/clamp-low-end", {},
          "slot 0 pools over slots 0 and 1 only; 0 goes", snapkv(4, 1, 4, 3),
          "pool-low-end");
   b.Case("snapkv/pool/defends-neighbour", {"snapkv.pool-defends"},
@@ -412,10 +427,15 @@ void AddScoreCases(SuiteBuilder& b) {
   b.Case("snapkv/pool/no-pooling-control", {},
          "pool_kernel 1 on the same rows: 1 goes", snapkv(4, 1, 4, 1),
          "pool-defends");
-  b.Case("snapkv/pool/protected-neighbour",
-         {"snapkv.pool-protected-neighbour", "snapkv.pool-defends"},
+  b.Case("snapkv/pool/protected-neighbour", {"snapkv.pool-defends"},
          "protected position 2 defends candidate 1; 0 goes",
          snapkv(3, 2, 4, 3), "pool-protected");
+  b.Case("snapkv/pool/protected-neighbour-decides",
+         {"snapkv.pool-protected-neighbour", "snapkv.pool-defends",
+          "tie.lower-position"},
+         "protected 3 lifts candidate 2 to 1.0; 0 and 1 tie at 0.5 and 0 "
+         "goes (pooling among candidates only would evict 2)",
+         snapkv(4, 2, 4, 3), "pool-protected-decides");
   b.Case("snapkv/chunk/one-ranking",
          {"chunk.one-ranking", "victims.ascending", "unobserved.zero"},
          "a chunk of 3 makes five kept; two go from one ranking",

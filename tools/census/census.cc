@@ -1,0 +1,499 @@
+#include "tools/census/census.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "cc/errors.h"
+#include "cc/harness.h"
+#include "cc/proto_convert.h"
+#include "cc/registry.h"
+#include "cc/text.h"
+#include "tools/census/mutants.h"
+#include "tools/vectors/flags.h"
+
+namespace kvspec {
+namespace audit {
+namespace {
+
+const char* const kPolicies[] = {"full", "window", "streamingllm", "h2o",
+                                 "tova", "snapkv", "random"};
+
+// Everything a decider needs about one case.
+struct CaseContext {
+  const v1::Case* vector;
+  PolicyConfig config;
+  Scenario scenario;
+  RunResult expected;
+};
+
+RunResult Run(absl::StatusOr<std::unique_ptr<Policy>> policy,
+              const Scenario& scenario) {
+  if (!policy.ok()) {
+    RunResult result;
+    result.refusal = policy.status();
+    return result;
+  }
+  return RunScenario(**policy, scenario);
+}
+
+// Same outcome: the same victims at every step and the same refusal category.
+bool SameVictims(const RunResult& a, const RunResult& b) {
+  if (CategoryOf(a.refusal) != CategoryOf(b.refusal)) return false;
+  if (a.steps.size() != b.steps.size()) return false;
+  for (size_t i = 0; i < a.steps.size(); ++i) {
+    if (a.steps[i].victims != b.steps[i].victims) return false;
+  }
+  return true;
+}
+
+bool Evicts(const RunResult& result) {
+  for (const StepRecord& step : result.steps) {
+    if (!step.victims.empty()) return true;
+  }
+  return false;
+}
+
+PolicyConfig WithParameter(PolicyConfig config, const std::string& name,
+                           int64_t value) {
+  for (Parameter& p : config.parameters) {
+    if (p.name == name) {
+      p.value = value;
+      return config;
+    }
+  }
+  config.parameters.push_back({name, value});
+  return config;
+}
+
+bool DiffersWith(const CaseContext& c, const PolicyConfig& config) {
+  return !SameVictims(c.expected, Run(MakePolicy(config), c.scenario));
+}
+
+bool DiffersWith(const CaseContext& c, const Scenario& scenario) {
+  return !SameVictims(c.expected, Run(MakePolicy(c.config), scenario));
+}
+
+bool DiffersWithMutant(const CaseContext& c, Mutation mutation) {
+  return !SameVictims(c.expected, Run(MakeMutant(c.config, mutation), c.scenario));
+}
+
+// First position admitted at each step of an explicit scenario.
+std::vector<uint64_t> FirstPositions(const Scenario& scenario) {
+  std::vector<uint64_t> first;
+  uint64_t next = 0;
+  for (const ScenarioStep& step : scenario.steps) {
+    first.push_back(next);
+    next += step.admit;
+  }
+  return first;
+}
+
+// harness.md#what-a-policy-sees' counterfactual: the gathered weights
+// renormalized to sum to 1 over the kept positions.
+RunResult RunRenormalized(const CaseContext& c) {
+  RunResult result;
+  auto policy = MakePolicy(c.config);
+  if (!policy.ok()) {
+    result.refusal = policy.status();
+    return result;
+  }
+  uint64_t next = 0;
+  for (const ScenarioStep& step : c.scenario.steps) {
+    StepInput input{static_cast<Position>(next), step.admit, std::nullopt};
+    std::vector<float> gathered;
+    if (step.attention.has_value()) {
+      double sum = 0.0;
+      for (Position p : (*policy)->kept()) sum += (*step.attention)[p];
+      for (Position p : (*policy)->kept()) {
+        const double w = (*step.attention)[p];
+        gathered.push_back(sum > 0.0 ? static_cast<float>(w / sum) : 0.0f);
+      }
+      input.attention = absl::MakeConstSpan(gathered);
+    }
+    auto victims = (*policy)->Step(input);
+    if (!victims.ok()) {
+      result.refusal = victims.status();
+      return result;
+    }
+    result.steps.push_back({*victims, 0, 0, {}});
+    next += step.admit;
+  }
+  return result;
+}
+
+// The kept sets of the source document's PyTorch StreamingKVCache (section 6
+// of shared/seeds' StreamingLLM document), step by step: -1 marks a slot that
+// was never written.
+std::vector<std::vector<int64_t>> SeedPyTorchCache(const Scenario& scenario,
+                                                   int64_t sinks,
+                                                   int64_t window) {
+  const int64_t capacity = sinks + window;
+  std::vector<int64_t> slots(static_cast<size_t>(capacity), -1);
+  int64_t current = 0;
+  int64_t next = 0;
+  std::vector<std::vector<int64_t>> kept_per_step;
+  for (const ScenarioStep& step : scenario.steps) {
+    const int64_t n = step.admit;
+    int64_t active;
+    if (current + n <= capacity) {
+      for (int64_t i = 0; i < n; ++i) slots[current + i] = next + i;
+      active = current + n;
+    } else {
+      const int64_t keep = window - n;
+      if (keep > 0) {
+        std::vector<int64_t> moved(slots.begin() + sinks + n, slots.end());
+        std::copy(moved.begin(), moved.end(), slots.begin() + sinks);
+      }
+      const int64_t start = sinks + std::max<int64_t>(0, keep);
+      const int64_t take = std::min(n, window);
+      for (int64_t i = 0; i < capacity - start; ++i) {
+        slots[start + i] = next + n - take + i;
+      }
+      active = capacity;
+    }
+    current = std::min(current + n, capacity);
+    std::vector<int64_t> kept(slots.begin(), slots.begin() + active);
+    std::sort(kept.begin(), kept.end());
+    kept_per_step.push_back(kept);
+    next += n;
+  }
+  return kept_per_step;
+}
+
+// Kept sets of the reference, step by step.
+std::vector<std::vector<int64_t>> ReferenceKept(const CaseContext& c) {
+  std::vector<std::vector<int64_t>> kept_per_step;
+  auto policy = MakePolicy(c.config);
+  if (!policy.ok()) return kept_per_step;
+  uint64_t next = 0;
+  for (const ScenarioStep& step : c.scenario.steps) {
+    if (!(*policy)->Step({static_cast<Position>(next), step.admit, std::nullopt}).ok()) {
+      break;
+    }
+    kept_per_step.emplace_back((*policy)->kept().begin(), (*policy)->kept().end());
+    next += step.admit;
+  }
+  return kept_per_step;
+}
+
+bool DiffersFromSeedCache(const CaseContext& c) {
+  const int64_t budget = EffectiveParameter(c.config, "budget", 0);
+  const int64_t sinks = EffectiveParameter(c.config, "sinks", 0);
+  return ReferenceKept(c) != SeedPyTorchCache(c.scenario, sinks, budget - sinks);
+}
+
+bool IsCanonical(const Scenario& scenario) {
+  if (!scenario.trace.has_value()) return false;
+  TraceConfig canonical;
+  canonical.steps = scenario.trace->steps;
+  const TraceConfig& t = *scenario.trace;
+  return t.seed == canonical.seed && t.sinks == canonical.sinks &&
+         t.sink_mass == canonical.sink_mass &&
+         t.recent_length == canonical.recent_length &&
+         t.recent_mass == canonical.recent_mass &&
+         t.recent_decay == canonical.recent_decay &&
+         t.heavy_count == canonical.heavy_count &&
+         t.heavy_mass == canonical.heavy_mass &&
+         t.epoch_length == canonical.epoch_length &&
+         t.background_mass == canonical.background_mass &&
+         t.noise == canonical.noise;
+}
+
+bool RefusedWith(const CaseContext& c, ErrorCategory category) {
+  return CategoryOf(c.expected.refusal) == category;
+}
+
+// Whether `flag` decided case `c` (spec/vectors.md#flags).
+bool Decides(const std::string& flag, const CaseContext& c) {
+  const std::string& policy = c.config.name;
+  const bool explicit_steps = !c.scenario.trace.has_value();
+  if (flag == "tie.lower-position") {
+    for (const StepRecord& step : c.expected.steps) {
+      const size_t v = step.victims.size();
+      if (v > 0 && step.cut.size() > v && step.cut[v - 1].score == step.cut[v].score) {
+        return true;
+      }
+    }
+    return false;
+  }
+  if (flag == "victims.ascending") {
+    for (const StepRecord& step : c.expected.steps) {
+      for (size_t i = 1; i < step.victims.size() && i < step.cut.size(); ++i) {
+        if (step.cut[i].position < step.cut[i - 1].position) return true;
+      }
+    }
+    return false;
+  }
+  if (flag == "recent-window.protected") {
+    const int64_t r = EffectiveParameter(c.config, "recent_window", 0);
+    return r > 0 && DiffersWith(c, WithParameter(c.config, "recent_window", r - 1));
+  }
+  if (flag == "sinks.protected") {
+    const int64_t s = EffectiveParameter(c.config, "sinks", 0);
+    return s > 0 && DiffersWith(c, WithParameter(c.config, "sinks", s - 1));
+  }
+  if (flag == "null-attention.inert") {
+    if (!explicit_steps) return false;
+    Scenario zeroed = c.scenario;
+    uint64_t admitted = 0;
+    bool any = false;
+    for (ScenarioStep& step : zeroed.steps) {
+      if (!step.attention.has_value() && admitted > 0) {
+        step.attention = std::vector<float>(admitted, 0.0f);
+        any = true;
+      }
+      admitted += step.admit;
+    }
+    return any && DiffersWith(c, zeroed);
+  }
+  if (flag == "null-attention.still-evicts") {
+    if (!explicit_steps) return false;
+    for (size_t i = 0; i < c.expected.steps.size(); ++i) {
+      if (!c.scenario.steps[i].attention.has_value() &&
+          !c.expected.steps[i].victims.empty()) {
+        return true;
+      }
+    }
+    return false;
+  }
+  if (flag == "empty-row.recorded") {
+    if (!explicit_steps) return false;
+    Scenario nulled = c.scenario;
+    bool any = false;
+    for (ScenarioStep& step : nulled.steps) {
+      if (step.attention.has_value() && step.attention->empty()) {
+        step.attention.reset();
+        any = true;
+      }
+    }
+    return any && DiffersWith(c, nulled);
+  }
+  if (flag == "unobserved.zero") {
+    if (!explicit_steps) return false;
+    const std::vector<uint64_t> first = FirstPositions(c.scenario);
+    for (size_t i = 0; i < c.expected.steps.size(); ++i) {
+      for (Position victim : c.expected.steps[i].victims) {
+        bool observed = false;
+        for (size_t j = 0; j <= i; ++j) {
+          if (c.scenario.steps[j].attention.has_value() && first[j] > victim) {
+            observed = true;
+          }
+        }
+        if (!observed) return true;
+      }
+    }
+    return false;
+  }
+  if (flag == "renormalize.none") {
+    return explicit_steps && !SameVictims(c.expected, RunRenormalized(c));
+  }
+  if (flag == "chunk.one-ranking") {
+    for (const StepRecord& step : c.expected.steps) {
+      if (step.victims.size() >= 2) return true;
+    }
+    return false;
+  }
+  if (flag == "chunk.evicts-own") {
+    if (!explicit_steps) return false;
+    const std::vector<uint64_t> first = FirstPositions(c.scenario);
+    for (size_t i = 0; i < c.expected.steps.size(); ++i) {
+      for (Position victim : c.expected.steps[i].victims) {
+        if (victim >= first[i]) return true;
+      }
+    }
+    return false;
+  }
+  if (flag == "chunk.first-exceeds-cache" || flag == "chunk.crosses-capacity") {
+    return explicit_steps && policy == "streamingllm" && DiffersFromSeedCache(c);
+  }
+  if (flag == "chunk.longer-than-window") {
+    const int64_t budget = EffectiveParameter(c.config, "budget", 0);
+    const int64_t window = budget - EffectiveParameter(c.config, "sinks", 0);
+    for (size_t i = 0; explicit_steps && i < c.expected.steps.size(); ++i) {
+      if (c.scenario.steps[i].admit > window &&
+          c.expected.steps[i].query_cache_position == budget) {
+        return true;
+      }
+    }
+    return false;
+  }
+  if (flag == "chunk.holds-sinks") {
+    const int64_t sinks = EffectiveParameter(c.config, "sinks", 0);
+    const std::vector<uint64_t> first = FirstPositions(c.scenario);
+    for (size_t i = 0; explicit_steps && i < c.expected.steps.size(); ++i) {
+      const uint64_t last = first[i] + c.scenario.steps[i].admit - 1;
+      if (first[i] > 0 && first[i] < uint64_t(sinks) && last >= uint64_t(sinks) &&
+          !c.expected.steps[i].victims.empty()) {
+        return true;
+      }
+    }
+    return false;
+  }
+  if (flag == "cache-relative") {
+    const int64_t budget = EffectiveParameter(c.config, "budget", 0);
+    for (const StepRecord& step : c.expected.steps) {
+      if (step.query_cache_position == budget) return true;
+    }
+    return false;
+  }
+  if (flag == "h2o.binary64-sum") {
+    return DiffersWithMutant(c, Mutation::kBinary32Sums);
+  }
+  if (flag == "snapkv.ring-wrap") {
+    return DiffersWith(c, WithParameter(c.config, "obs_window", 65536));
+  }
+  if (flag == "snapkv.ring-index-order") {
+    return DiffersWithMutant(c, Mutation::kChronologicalRingSum);
+  }
+  if (flag == "snapkv.pool-defends") {
+    return DiffersWith(c, WithParameter(c.config, "pool_kernel", 1));
+  }
+  if (flag == "snapkv.pool-clamp") {
+    return DiffersWithMutant(c, Mutation::kWrappedPooling);
+  }
+  if (flag == "snapkv.pool-protected-neighbour") {
+    return DiffersWithMutant(c, Mutation::kCandidatesOnlyPooling);
+  }
+  if (flag == "random.draw-order") {
+    return DiffersWithMutant(c, Mutation::kDescendingDraws);
+  }
+  if (flag == "neighbour.streamingllm-window") {
+    const PolicyConfig window{
+        "window", {{"budget", EffectiveParameter(c.config, "budget", 0)}}};
+    return Evicts(c.expected) && SameVictims(c.expected, Run(MakePolicy(window), c.scenario));
+  }
+  if (flag == "neighbour.snapkv-tova" || flag == "neighbour.snapkv-h2o") {
+    const PolicyConfig other{
+        flag == "neighbour.snapkv-tova" ? "tova" : "h2o",
+        {{"budget", EffectiveParameter(c.config, "budget", 0)},
+         {"recent_window", EffectiveParameter(c.config, "recent_window", 0)}}};
+    return Evicts(c.expected) && SameVictims(c.expected, Run(MakePolicy(other), c.scenario));
+  }
+  if (flag == "refusal.unknown-policy") return RefusedWith(c, ErrorCategory::kUnknownPolicy);
+  if (flag == "refusal.invalid-parameter") return RefusedWith(c, ErrorCategory::kInvalidParameter);
+  if (flag == "refusal.position") return RefusedWith(c, ErrorCategory::kPosition);
+  if (flag == "refusal.attention-length") return RefusedWith(c, ErrorCategory::kAttentionLength);
+  if (flag == "refusal.attention-value") return RefusedWith(c, ErrorCategory::kAttentionValue);
+  if (flag == "refusal.invalid-trace") return RefusedWith(c, ErrorCategory::kInvalidTrace);
+  if (flag == "canonical-trace") return IsCanonical(c.scenario) && c.expected.refusal.ok();
+  if (flag == "defaults") {
+    return c.config.parameters.empty() && c.expected.refusal.ok() && Evicts(c.expected);
+  }
+  return false;
+}
+
+CaseContext ContextOf(const vectors::LoadedCase& loaded) {
+  return {loaded.vector, FromProto(loaded.vector->policy()),
+          FromProto(*loaded.scenario), FromProto(loaded.vector->expected())};
+}
+
+}  // namespace
+
+std::vector<std::string> AuditCase(const vectors::LoadedCase& loaded) {
+  std::vector<std::string> lines;
+  const CaseContext c = ContextOf(loaded);
+  // Re-run with the full ranking of every eviction.
+  auto policy = MakePolicy(c.config);
+  if (!policy.ok()) {
+    lines.push_back(absl::StrFormat("configuration refused (%s): no evictions",
+                                    CategoryName(CategoryOf(policy.status()))));
+    return lines;
+  }
+  std::vector<EvictionDetail> details;
+  auto collect = [&](const EvictionDetail& detail) { details.push_back(detail); };
+  if (c.scenario.trace.has_value()) {
+    (void)RunTrace(**policy, *c.scenario.trace,
+                   [&](uint32_t, absl::Span<const Position>,
+                       const EvictionDetail& detail) { collect(detail); },
+                   true);
+  } else {
+    uint64_t next = 0;
+    for (const ScenarioStep& step : c.scenario.steps) {
+      std::vector<float> gathered;
+      StepInput input{static_cast<Position>(next), step.admit, std::nullopt};
+      if (step.attention.has_value()) {
+        if (step.attention->size() != next) break;
+        for (Position p : (*policy)->kept()) gathered.push_back((*step.attention)[p]);
+        input.attention = absl::MakeConstSpan(gathered);
+      }
+      EvictionDetail detail;
+      if (!(*policy)->Step(input, &detail).ok()) break;
+      collect(detail);
+      next += step.admit;
+    }
+  }
+  for (size_t step = 0; step < details.size(); ++step) {
+    const EvictionDetail& d = details[step];
+    const size_t v = d.victims;
+    if (v == 0 || d.ranked.size() <= v) continue;
+    const double cut = d.ranked[v - 1].score;
+    if (d.ranked[v].score != cut) continue;
+    std::vector<std::string> evicted, kept;
+    for (size_t i = 0; i < d.ranked.size(); ++i) {
+      if (d.ranked[i].score != cut) continue;
+      (i < v ? evicted : kept).push_back(absl::StrCat(d.ranked[i].position));
+    }
+    lines.push_back(absl::StrFormat(
+        "step %d: %d candidates tie at score %s; evicted %s, kept %s -- "
+        "spec/harness.md#victims: equal scores evict the lower position",
+        step, evicted.size() + kept.size(), FloatText(cut),
+        absl::StrJoin(evicted, " "), absl::StrJoin(kept, " ")));
+  }
+  return lines;
+}
+
+CensusResult RunCensus(const vectors::VectorSet& set) {
+  CensusResult result;
+  for (const vectors::LoadedCase& loaded : set.cases) {
+    const CaseContext c = ContextOf(loaded);
+    for (const std::string& flag : loaded.vector->flags()) {
+      if (Decides(flag, c)) {
+        ++result.decided[{flag, c.config.name}];
+        ++result.decided_total[flag];
+      } else {
+        result.failures.push_back(absl::StrFormat(
+            "case %s: flag %s did not decide it", loaded.vector->id(), flag));
+      }
+    }
+  }
+  for (const vectors::FlagInfo& flag : vectors::Flags()) {
+    if (flag.required_for.empty() && result.decided_total[flag.name] == 0) {
+      result.failures.push_back(absl::StrFormat(
+          "flag %s decided no case in the suite", flag.name));
+    }
+    for (const std::string& policy : flag.required_for) {
+      if (result.decided[{flag.name, policy}] == 0) {
+        result.failures.push_back(absl::StrFormat(
+            "flag %s decided no %s case", flag.name, policy));
+      }
+    }
+  }
+  return result;
+}
+
+std::string CensusTable(const CensusResult& result) {
+  std::string table = "| flag |";
+  for (const char* policy : kPolicies) table += absl::StrFormat(" %s |", policy);
+  table += "\n| --- |";
+  for (size_t i = 0; i < std::size(kPolicies); ++i) table += " ---: |";
+  table += "\n";
+  for (const vectors::FlagInfo& flag : vectors::Flags()) {
+    table += absl::StrFormat("| `%s` |", flag.name);
+    for (const char* policy : kPolicies) {
+      const auto it = result.decided.find({flag.name, policy});
+      const int n = it == result.decided.end() ? 0 : it->second;
+      const bool required =
+          std::find(flag.required_for.begin(), flag.required_for.end(), policy) !=
+          flag.required_for.end();
+      table += n > 0 ? absl::StrFormat(" %d |", n) : (required ? " **0** |" : " |");
+    }
+    table += "\n";
+  }
+  return table;
+}
+
+}  // namespace audit
+}  // namespace kvspec
