@@ -40,7 +40,7 @@ struct TraceConfig {
   double heavy_mass = 0.25;
   uint32_t epoch_length = 512;
   double background_mass = 0.125;
-  double noise = 0.5;
+  double noise = 0.3;
 };
 
 // Checks every parameter against spec/trace.md#parameters. Refusal:

@@ -29,11 +29,11 @@ TEST(TraceGenerator, SmallTraceMatchesIndependentGoldens) {
   config.epoch_length = 3;
   const std::vector<std::vector<uint32_t>> expected = {
       {},
-      {0x3f8055cd},
-      {0x3ee2e89a, 0x3f163f42},
-      {0x3e8f7e0e, 0x3ea95613, 0x3ed4d613},
-      {0x3e8878af, 0x3e9e43ce, 0x3e9c5da0, 0x3dde31d3},
-      {0x3e8ee0ab, 0x3e9918e4, 0x3e87b84f, 0x3d9f09e3, 0x3dc48946},
+      {0x3f80337b},
+      {0x3ee92879, 0x3f100ab3},
+      {0x3e909d2a, 0x3ea55833, 0x3ed23d8f},
+      {0x3e8a27d7, 0x3e9ada58, 0x3e9d87d2, 0x3de90157},
+      {0x3e8d89ed, 0x3e96f687, 0x3e883fa5, 0x3d9e2020, 0x3dc37c42},
   };
   auto trace = TraceGenerator::Create(config);
   ASSERT_TRUE(trace.ok()) << trace.status();
@@ -56,12 +56,12 @@ TEST(TraceGenerator, CanonicalTraceMatchesIndependentGoldensDeepInTheRun) {
   }
   ASSERT_EQ(trace->step(), 1300u);
   const std::vector<std::pair<Position, uint32_t>> expected = {
-      {0, 0x3e001322},    {1, 0x3e0029e8},    {2, 0x3e0017f6},
-      {3, 0x3e002f46},    {4, 0x385eb0a3},    {5, 0x38f1996d},
-      {1290, 0x39237f70}, {1291, 0x39053451}, {1292, 0x3a2e5078},
-      {1293, 0x3a90323a}, {1294, 0x3b053ef4}, {1295, 0x3b842c57},
-      {1296, 0x3c02515b}, {1297, 0x3c81ce55}, {1298, 0x3d00d9a2},
-      {1299, 0x3d80d9b6},
+      {0, 0x3e001701},    {1, 0x3e002ce5},    {2, 0x3e00176a},
+      {3, 0x3e002e36},    {4, 0x38628a17},    {5, 0x38d2ba72},
+      {1290, 0x392349ac}, {1291, 0x390aea47}, {1292, 0x3a2e3ab0},
+      {1293, 0x3a929f26}, {1294, 0x3b058d42}, {1295, 0x3b83f4fa},
+      {1296, 0x3c02c75c}, {1297, 0x3c81abde}, {1298, 0x3d00e8d0},
+      {1299, 0x3d80dd21},
   };
   for (const auto& [position, bits] : expected) {
     EXPECT_EQ(Bits(trace->Weight(position)), bits) << "position " << position;

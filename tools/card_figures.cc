@@ -29,6 +29,7 @@
 #include "absl/strings/str_format.h"
 #include "cc/harness.h"
 #include "cc/text.h"
+#include "tools/vectors/markdown_block.h"
 #include "cc/registry.h"
 
 ABSL_FLAG(bool, check, false,
@@ -41,9 +42,6 @@ ABSL_FLAG(std::string, root, "",
 
 namespace kvspec {
 namespace {
-
-constexpr char kBegin[] = "<!-- BEGIN GENERATED: card_figures -->";
-constexpr char kEnd[] = "<!-- END GENERATED: card_figures -->";
 
 std::string WithCommas(uint64_t value) {
   std::string digits = std::to_string(value);
@@ -104,22 +102,6 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return text.str();
 }
 
-// Replaces the generated block of `card`; refuses a card without exactly one.
-absl::StatusOr<std::string> WithBlock(const std::string& card,
-                                      const std::string& path,
-                                      const std::string& block) {
-  const size_t begin = card.find(kBegin);
-  const size_t end = card.find(kEnd);
-  if (begin == std::string::npos || end == std::string::npos || end < begin ||
-      card.find(kBegin, begin + 1) != std::string::npos) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "%s: needs exactly one block between '%s' and '%s'", path, kBegin,
-        kEnd));
-  }
-  const size_t content = begin + std::string(kBegin).size();
-  return card.substr(0, content) + "\n" + block + card.substr(end);
-}
-
 int Main() {
   std::string root = absl::GetFlag(FLAGS_root);
   if (root.empty()) {
@@ -140,7 +122,8 @@ int Main() {
                        .c_str());
       return 2;
     }
-    absl::StatusOr<std::string> updated = WithBlock(*card, path, *block);
+    absl::StatusOr<std::string> updated =
+        vectors::ReplaceBlock(*card, "card_figures", *block, path);
     if (!updated.ok()) {
       std::fprintf(stderr, "%s\n",
                    std::string(updated.status().message()).c_str());

@@ -4,13 +4,15 @@
 #   tools/setup.sh
 #
 # Everything comes from Debian's archive (no other download): Bazel
-# (bazel-bootstrap 4.2.3), g++, GoogleTest, Abseil, Protobuf and protoc, and
-# python3 for tools/test_summary.py. Runs apt-get only when a package is
+# (bazel-bootstrap 4.2.3), g++ and clang (tools/determinism.sh builds with
+# both), GoogleTest, Abseil, Protobuf and protoc, and python3 for
+# tools/test_summary.py. Runs apt-get only when a package is
 # missing; uses sudo when not run as root.
 set -euo pipefail
 
 PACKAGES=(
   bazel-bootstrap
+  clang
   g++
   libabsl-dev
   libgtest-dev

@@ -72,7 +72,7 @@ def f32_bits(x):
 
 DEFAULTS = dict(seed=1, sinks=4, sink_mass=0.5, recent_length=8, recent_mass=0.125,
                 recent_decay=0.5, heavy_count=16, heavy_mass=0.25, epoch_length=512,
-                background_mass=0.125, noise=0.5)
+                background_mass=0.125, noise=0.3)
 
 
 def rows(steps, **overrides):

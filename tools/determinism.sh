@@ -1,0 +1,85 @@
+#!/bin/bash
+# Shows that the vectors are the same bytes whatever compiles the reference:
+# builds the vector generator outside Bazel with g++ and clang++, at -O0 and
+# -O3, with and without -march=native (always with -ffp-contract=off and no
+# fast-math, as spec/arithmetic.md requires), regenerates vectors/ with each
+# build, and compares every file with the committed vectors/.
+#
+#   tools/determinism.sh          # prints a markdown table; exit 1 on any diff
+#
+# Needs g++ and clang++ (Debian's clang); installs clang if missing.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+repo="$(pwd)"
+
+if ! command -v clang++ >/dev/null; then
+  sudo=(); [[ $(id -u) -ne 0 ]] && sudo=(sudo)
+  echo "determinism: installing clang" >&2
+  "${sudo[@]}" apt-get install -y -qq clang >/dev/null || exit 2
+fi
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+protoc --proto_path=. --cpp_out="$work" spec/kvspec.proto || exit 2
+
+sources=(
+  cc/errors.cc cc/text.cc cc/rng.cc cc/policy.cc cc/registry.cc
+  cc/harness.cc cc/trace.cc cc/proto_convert.cc cc/sha256.cc
+  cc/policies/full.cc cc/policies/window.cc cc/policies/streamingllm.cc
+  cc/policies/h2o.cc cc/policies/tova.cc cc/policies/snapkv.cc
+  cc/policies/random.cc
+  tools/vectors/flags.cc tools/vectors/cases.cc tools/vectors/generate.cc
+  tools/vectors/markdown_block.cc tools/regen_vectors.cc
+  "$work/spec/kvspec.pb.cc"
+)
+libs="$(pkg-config --libs absl_statusor absl_str_format absl_flags_parse absl_strings) -lprotobuf -pthread"
+
+printf '| compiler | optimisation | -march=native | files identical to vectors/ | MANIFEST.json SHA-256 |\n'
+printf '| --- | --- | --- | --- | --- |\n'
+failures=0
+for compiler in g++ clang++; do
+  version="$($compiler --version | head -1)"
+  for opt in -O0 -O3; do
+    for march in "" "-march=native"; do
+      name="$compiler$opt${march:+-native}"
+      build="$work/$name"
+      mkdir -p "$build/obj" "$build/root/spec"
+      cp spec/vectors.md "$build/root/spec/"
+      flags=(-std=c++17 -ffp-contract=off -fno-fast-math $opt $march
+             -I"$repo" -I"$work" -w)
+      # Compile in parallel on every core, then link.
+      printf '%s\n' "${sources[@]}" | xargs -P "$(nproc)" -I{} sh -c \
+        "$compiler ${flags[*]} -c {} -o $build/obj/\$(echo {} | tr / _).o" \
+        || { echo "| $version | $opt | ${march:-no} | build failed | |"; failures=$((failures+1)); continue; }
+      $compiler "$build"/obj/*.o $libs -o "$build/regen" || { failures=$((failures+1)); continue; }
+      "$build/regen" --root="$build/root" >/dev/null || { failures=$((failures+1)); continue; }
+      if diff -r -q "$build/root/vectors" vectors >/dev/null; then
+        same="yes ($(ls vectors | wc -l) files)"
+      else
+        same="**NO**: $(diff -r -q "$build/root/vectors" vectors | wc -l) differ"
+        failures=$((failures+1))
+      fi
+      digest="$(sha256sum "$build/root/vectors/MANIFEST.json" | cut -c1-16)"
+      native="no"; [[ -n "$march" ]] && native="yes"
+      printf '| %s | %s | %s | %s | `%s...` |\n' "$version" "$opt" "$native" "$same" "$digest"
+      rm -rf "$build/obj"
+    done
+  done
+done
+
+# Control: the same build with FMA contraction allowed, which
+# spec/arithmetic.md forbids. If its vectors differ, the comparison above is
+# not vacuous: the rule the build flags enforce does change bits.
+build="$work/control"
+mkdir -p "$build/obj" "$build/root/spec"
+cp spec/vectors.md "$build/root/spec/"
+flags=(-std=c++17 -ffp-contract=fast -O3 -march=native -I"$repo" -I"$work" -w)
+printf '%s\n' "${sources[@]}" | xargs -P "$(nproc)" -I{} sh -c \
+  "g++ ${flags[*]} -c {} -o $build/obj/\$(echo {} | tr / _).o"
+g++ "$build"/obj/*.o $libs -o "$build/regen" && "$build/regen" --root="$build/root" >/dev/null
+differing="$(diff -r -q "$build/root/vectors" vectors | wc -l)"
+echo
+echo "control (forbidden): g++ -O3 -march=native -ffp-contract=fast: $differing of $(ls vectors | wc -l) files differ"
+echo
+echo "determinism: $((8 - failures)) passed, $failures failed"
+exit $(( failures == 0 ? 0 : 1 ))
