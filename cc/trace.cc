@@ -158,10 +158,17 @@ float TraceGenerator::Weight(Position p) const {
                   static_cast<double>(it->second);
     }
   }
-  double background = config_.background_mass * Salience(config_.seed, p);
-  background = background *
-               (1.0 + config_.noise * (2.0 * Jitter(config_.seed, t, p) - 1.0));
-  c = c + background / salience_sum_;
+  // spec/trace.md#steps-and-rows: the background share is rounded to
+  // binary32 and jittered in binary32 arithmetic (two roundings, never a
+  // fused multiply-add), then added in binary64.
+  const float background = static_cast<float>(
+      (config_.background_mass * Salience(config_.seed, p)) / salience_sum_);
+  const float noise = static_cast<float>(config_.noise);
+  const float jitter =
+      static_cast<float>(2.0 * Jitter(config_.seed, t, p) - 1.0);
+  const float factor = 1.0f + noise * jitter;
+  const float noisy = background * factor;
+  c = c + static_cast<double>(noisy);
   return static_cast<float>(c / mass_);
 }
 

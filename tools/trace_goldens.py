@@ -123,9 +123,14 @@ def rows(steps, **overrides):
                 w = w + c["recent_mass"] * powers[t - 1 - p] / norm
             if p in heavy:
                 w = w + (c["heavy_mass"] / c["heavy_count"]) * heavy[p]
-            bg = c["background_mass"] * salience(seed, p)
-            bg = bg * (1.0 + c["noise"] * (2.0 * jitter(seed, t, p) - 1.0))
-            w = w + bg / z
+            # binary32 arithmetic: each op in binary64, then rounded to
+            # binary32, which gives the correctly rounded binary32 result.
+            bg = f32((c["background_mass"] * salience(seed, p)) / z)
+            noise = f32(c["noise"])
+            jit = f32(2.0 * jitter(seed, t, p) - 1.0)
+            factor = f32(1.0 + f32(noise * jit))
+            noisy = f32(bg * factor)
+            w = w + noisy
             row.append(f32(w / mass))
         yield t, row
 
