@@ -8,6 +8,7 @@
 //
 // A scenario file is a binary kvspec.v1.Scenario (spec/kvspec.proto); floats
 // are read as exact IEEE values. Printed floats are shortest round-trip.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -27,6 +28,7 @@
 #include "cc/harness.h"
 #include "cc/proto_convert.h"
 #include "cc/registry.h"
+#include "cc/trace.h"
 #include "cc/version.h"
 #include "spec/kvspec.pb.h"
 #include "tools/sample_scenario.h"
@@ -48,6 +50,15 @@ ABSL_FLAG(std::string, scenario, "",
 ABSL_FLAG(std::string, write_sample, "",
           "Write the built-in sample scenario to this path as a binary "
           "kvspec.v1.Scenario, then exit.");
+ABSL_FLAG(uint32_t, trace_steps, 0,
+          "Run the canonical trace (spec/trace.md) for this many steps instead "
+          "of a scenario, streaming: memory stays proportional to the kept "
+          "positions. Prints a summary per policy, not every step.");
+ABSL_FLAG(std::string, write_trace, "",
+          "With --trace_steps: write the canonical trace, expanded into "
+          "explicit full-cache rows, to this path as a binary "
+          "kvspec.v1.Scenario, then exit. (The rows grow with the square of "
+          "the steps: keep it to a few thousand.)");
 ABSL_FLAG(bool, list, false,
           "List the registered policies with their parameters, defaults and "
           "ranges, then exit.");
@@ -167,6 +178,39 @@ bool RunAndPrint(const PolicyConfig& config, const Scenario& scenario,
   return result.refusal.ok();
 }
 
+// Streams the canonical trace through one configuration and prints a
+// summary line.
+bool RunTraceAndPrint(const PolicyConfig& config, uint32_t steps) {
+  absl::StatusOr<std::unique_ptr<Policy>> policy = MakePolicy(config);
+  if (!policy.ok()) {
+    std::printf("%-40s refused (%s): %s\n", ConfigText(config).c_str(),
+                std::string(CategoryName(CategoryOf(policy.status()))).c_str(),
+                std::string(policy.status().message()).c_str());
+    return false;
+  }
+  TraceConfig trace;
+  trace.steps = steps;
+  uint64_t evicted = 0;
+  size_t peak_bytes = 0;
+  const absl::Status status = RunTrace(
+      **policy, trace,
+      [&](uint32_t, absl::Span<const Position> victims, const EvictionDetail&) {
+        evicted += victims.size();
+        peak_bytes = std::max(peak_bytes, (*policy)->MemoryBytes());
+      });
+  if (!status.ok()) {
+    std::printf("%-40s refused: %s\n", ConfigText(config).c_str(),
+                std::string(status.message()).c_str());
+    return false;
+  }
+  std::printf("%-40s %u steps, %llu evicted, %zu kept, at most %zu bytes of "
+              "policy state after a step\n",
+              ConfigText(config).c_str(), steps,
+              static_cast<unsigned long long>(evicted), (*policy)->kept().size(),
+              peak_bytes);
+  return true;
+}
+
 int Main() {
   if (absl::GetFlag(FLAGS_list)) {
     ListPolicies();
@@ -177,6 +221,26 @@ int Main() {
     std::ofstream out(path, std::ios::binary);
     if (!out || !ToProto(SampleScenario()).SerializeToOstream(&out)) {
       std::fprintf(stderr, "--write_sample: cannot write '%s'\n", path.c_str());
+      return 1;
+    }
+    return 0;
+  }
+  const uint32_t trace_steps = absl::GetFlag(FLAGS_trace_steps);
+  if (const std::string path = absl::GetFlag(FLAGS_write_trace); !path.empty()) {
+    TraceConfig config;
+    config.steps = trace_steps;
+    absl::StatusOr<TraceGenerator> trace = TraceGenerator::Create(config);
+    if (!trace.ok()) {
+      std::fprintf(stderr, "--write_trace needs --trace_steps >= 1: %s\n",
+                   std::string(trace.status().message()).c_str());
+      return 2;
+    }
+    Scenario expanded;
+    expanded.id = absl::StrFormat("canonical-%d-expanded", trace_steps);
+    while (trace->Advance()) expanded.steps.push_back({1, trace->Row()});
+    std::ofstream out(path, std::ios::binary);
+    if (!out || !ToProto(expanded).SerializeToOstream(&out)) {
+      std::fprintf(stderr, "--write_trace: cannot write '%s'\n", path.c_str());
       return 1;
     }
     return 0;
@@ -203,6 +267,26 @@ int Main() {
     configs = SampleConfigs();
   } else {
     configs.push_back({name, *params});
+  }
+  if (trace_steps > 0) {
+    std::printf("kvspec reference, spec %s; canonical trace, %u steps\n",
+                kSpecVersion, trace_steps);
+    bool all_ok = true;
+    for (PolicyConfig& config : configs) {
+      config.seed = absl::GetFlag(FLAGS_seed);
+      if (name.empty()) {
+        // The sample budgets are too small for a trace: use the defaults.
+        // full keeps every position, so a long trace would cost O(steps^2).
+        if (config.name == "full") {
+          std::printf("%-40s skipped: keeps every position (ask with "
+                      "--policy=full)\n", "full");
+          continue;
+        }
+        config.parameters.clear();
+      }
+      all_ok &= RunTraceAndPrint(config, trace_steps);
+    }
+    return all_ok ? 0 : 1;
   }
   std::printf("kvspec reference, spec %s; scenario '%s': %zu steps\n\n",
               kSpecVersion, scenario->id.c_str(), scenario->steps.size());

@@ -20,7 +20,7 @@ grep -q "step   7  admit 16..18 .*evict \[10 11 12\]" <<<"$out" \
   || fail "streamingllm's chunk step"
 
 "$SIMULATE" --help >"$TMP/help" 2>&1
-for flag in policy params seed scenario write_sample list quiet; do
+for flag in policy params seed scenario write_sample trace_steps write_trace list quiet; do
   grep -q -- "--$flag" "$TMP/help" || fail "--help does not explain --$flag"
 done
 
@@ -49,6 +49,20 @@ grep -q "is not a binary kvspec.v1.Scenario" "$TMP/garbage" \
 
 "$SIMULATE" --scenario="$TMP/missing.pb" >"$TMP/missing" 2>&1
 [[ $? -eq 2 ]] || fail "a missing scenario file must exit 2"
+
+# The canonical trace, streamed, and the same trace expanded into a file.
+"$SIMULATE" --trace_steps=60 --policy=h2o --params=budget=8,recent_window=2 \
+  >"$TMP/streamed" || fail "--trace_steps"
+grep -q "60 steps, 52 evicted, 8 kept" "$TMP/streamed" \
+  || fail "streamed trace summary: $(cat "$TMP/streamed")"
+"$SIMULATE" --trace_steps=60 --write_trace="$TMP/trace.pb" || fail "--write_trace"
+"$SIMULATE" --scenario="$TMP/trace.pb" --policy=h2o \
+  --params=budget=8,recent_window=2 --quiet >"$TMP/expanded" \
+  || fail "--scenario on the expanded trace"
+grep -q "60 steps, 60 positions admitted, 52 evicted" "$TMP/expanded" \
+  || fail "expanded trace summary: $(cat "$TMP/expanded")"
+"$SIMULATE" --write_trace="$TMP/none.pb" >/dev/null 2>&1
+[[ $? -eq 2 ]] || fail "--write_trace without --trace_steps must exit 2"
 
 if [[ $failures -ne 0 ]]; then
   echo "$failures check(s) failed"
