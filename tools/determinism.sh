@@ -18,6 +18,7 @@ if ! command -v clang++ >/dev/null; then
   "${sudo[@]}" apt-get install -y -qq clang >/dev/null || exit 2
 fi
 
+command -v pkg-config >/dev/null || { echo "determinism: needs pkg-config (tools/setup.sh installs it)"; exit 2; }
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 protoc --proto_path=. --cpp_out="$work" spec/kvspec.proto || exit 2
@@ -51,8 +52,10 @@ for compiler in g++ clang++; do
       printf '%s\n' "${sources[@]}" | xargs -P "$(nproc)" -I{} sh -c \
         "$compiler ${flags[*]} -c {} -o $build/obj/\$(echo {} | tr / _).o" \
         || { echo "| $version | $opt | ${march:-no} | build failed | |"; failures=$((failures+1)); continue; }
-      $compiler "$build"/obj/*.o $libs -o "$build/regen" || { failures=$((failures+1)); continue; }
-      "$build/regen" --root="$build/root" >/dev/null || { failures=$((failures+1)); continue; }
+      $compiler "$build"/obj/*.o $libs -o "$build/regen" \
+        || { echo "| $version | $opt | ${march:-no} | link failed | |"; failures=$((failures+1)); continue; }
+      "$build/regen" --root="$build/root" >/dev/null \
+        || { echo "| $version | $opt | ${march:-no} | generator failed | |"; failures=$((failures+1)); continue; }
       if diff -r -q "$build/root/vectors" vectors >/dev/null; then
         same="yes ($(ls vectors | wc -l) files)"
       else

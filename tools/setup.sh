@@ -17,6 +17,7 @@ PACKAGES=(
   libabsl-dev
   libgtest-dev
   libprotobuf-dev
+  pkg-config
   protobuf-compiler
   python3
 )

@@ -1,0 +1,199 @@
+#include "conformance/port.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+
+namespace kvspec {
+namespace conformance {
+namespace {
+
+constexpr size_t kStderrTailBytes = 4096;
+
+int64_t NowMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void SetNonBlocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PortProcess>> PortProcess::Start(
+    const std::string& command, size_t max_frame_bytes) {
+  // A write to a port that died must fail with EPIPE, not kill the runner.
+  signal(SIGPIPE, SIG_IGN);
+  int in[2], out[2], err[2];
+  if (pipe(in) != 0 || pipe(out) != 0 || pipe(err) != 0) {
+    return absl::InternalError(absl::StrFormat("pipe: %s", std::strerror(errno)));
+  }
+  const pid_t pid = fork();
+  if (pid < 0) {
+    return absl::InternalError(absl::StrFormat("fork: %s", std::strerror(errno)));
+  }
+  if (pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) close(fd);
+    // `exec` makes the port the child itself, so its exit status (or the
+    // signal that killed it) is reported as its own, not the shell's.
+    const std::string line = "exec " + command;
+    execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  close(err[1]);
+  for (int fd : {in[1], out[0], err[0]}) {
+    SetNonBlocking(fd);
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
+  return std::unique_ptr<PortProcess>(
+      new PortProcess(pid, in[1], out[0], err[0], max_frame_bytes));
+}
+
+PortProcess::~PortProcess() {
+  if (stdin_ >= 0) close(stdin_);
+  stdin_ = -1;
+  // Give a well-behaved port a moment to exit on EOF, then kill it.
+  const int64_t deadline = NowMillis() + 1000;
+  while (!reaped_ && NowMillis() < deadline) {
+    Reap(false);
+    if (!reaped_) usleep(10000);
+  }
+  Kill();
+  if (stdout_ >= 0) close(stdout_);
+  if (stderr_ >= 0) close(stderr_);
+}
+
+void PortProcess::DrainStderr() {
+  char buffer[4096];
+  while (stderr_ >= 0) {
+    const ssize_t n = read(stderr_, buffer, sizeof(buffer));
+    if (n > 0) {
+      stderr_tail_.append(buffer, static_cast<size_t>(n));
+      if (stderr_tail_.size() > kStderrTailBytes) {
+        stderr_tail_.erase(0, stderr_tail_.size() - kStderrTailBytes);
+      }
+      continue;
+    }
+    if (n == 0) {
+      close(stderr_);
+      stderr_ = -1;
+    }
+    return;  // EAGAIN or error: nothing more now
+  }
+}
+
+PortProcess::Received PortProcess::Receive(double timeout_seconds,
+                                           std::string& frame) {
+  const int64_t deadline =
+      NowMillis() + static_cast<int64_t>(timeout_seconds * 1000.0);
+  while (true) {
+    switch (decoder_.Next(frame)) {
+      case FrameDecoder::State::kFrame:
+        return Received::kFrame;
+      case FrameDecoder::State::kTooLarge:
+        return Received::kTooLarge;
+      case FrameDecoder::State::kNeedMore:
+        break;
+    }
+    if (stdout_ < 0) return Received::kEof;
+    const int64_t left = deadline - NowMillis();
+    if (left <= 0) return Received::kTimeout;
+    pollfd fds[2] = {{stdout_, POLLIN, 0}, {stderr_, POLLIN, 0}};
+    const int nfds = stderr_ >= 0 ? 2 : 1;
+    const int ready = poll(fds, static_cast<nfds_t>(nfds),
+                           static_cast<int>(std::min<int64_t>(left, 1000)));
+    if (ready < 0 && errno != EINTR) return Received::kEof;
+    if (nfds == 2 && fds[1].revents != 0) DrainStderr();
+    if (fds[0].revents != 0) {
+      char buffer[65536];
+      const ssize_t n = read(stdout_, buffer, sizeof(buffer));
+      if (n > 0) {
+        decoder_.Feed(absl::string_view(buffer, static_cast<size_t>(n)));
+      } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        DrainStderr();
+        close(stdout_);
+        stdout_ = -1;
+      }
+    }
+  }
+}
+
+bool PortProcess::Send(const std::string& payload, double timeout_seconds) {
+  const std::string frame = EncodeFrame(payload);
+  const int64_t deadline =
+      NowMillis() + static_cast<int64_t>(timeout_seconds * 1000.0);
+  size_t written = 0;
+  while (written < frame.size()) {
+    if (stdin_ < 0) return false;
+    const ssize_t n = write(stdin_, frame.data() + written, frame.size() - written);
+    if (n > 0) {
+      written += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno != EAGAIN && errno != EINTR) return false;  // EPIPE
+    const int64_t left = deadline - NowMillis();
+    if (left <= 0) return false;
+    // Keep draining stderr so a port blocked on a full stderr pipe can read.
+    pollfd fds[2] = {{stdin_, POLLOUT, 0}, {stderr_, POLLIN, 0}};
+    poll(fds, stderr_ >= 0 ? 2 : 1, static_cast<int>(std::min<int64_t>(left, 1000)));
+    if (stderr_ >= 0 && fds[1].revents != 0) DrainStderr();
+  }
+  return true;
+}
+
+bool PortProcess::HasOutputOutOfTurn() {
+  if (decoder_.buffered() > 0) return true;
+  if (stdout_ < 0) return false;
+  pollfd fd = {stdout_, POLLIN, 0};
+  if (poll(&fd, 1, 0) <= 0) return false;
+  char byte;
+  const ssize_t n = read(stdout_, &byte, 1);
+  if (n == 1) {
+    decoder_.Feed(absl::string_view(&byte, 1));
+    return true;
+  }
+  return false;  // EOF is not output; the next Receive reports it
+}
+
+void PortProcess::Reap(bool wait) {
+  if (reaped_) return;
+  const pid_t done = waitpid(pid_, &wait_status_, wait ? 0 : WNOHANG);
+  if (done == pid_) reaped_ = true;
+}
+
+void PortProcess::Kill() {
+  Reap(false);
+  if (!reaped_) {
+    kill(pid_, SIGKILL);
+    Reap(true);
+  }
+  DrainStderr();
+}
+
+std::string PortProcess::ExitDescription() {
+  Reap(false);
+  if (!reaped_) return "running";
+  if (WIFEXITED(wait_status_)) {
+    return absl::StrFormat("exited with status %d", WEXITSTATUS(wait_status_));
+  }
+  if (WIFSIGNALED(wait_status_)) {
+    return absl::StrFormat("killed by signal %d", WTERMSIG(wait_status_));
+  }
+  return "stopped";
+}
+
+}  // namespace conformance
+}  // namespace kvspec

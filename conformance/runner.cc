@@ -1,0 +1,364 @@
+#include "conformance/runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "cc/registry.h"
+#include "cc/text.h"
+#include "cc/version.h"
+#include "conformance/port.h"
+
+namespace kvspec {
+namespace conformance {
+namespace {
+
+std::string Victims(const kvspec::v1::StepResult& step) {
+  std::vector<std::string> parts;
+  for (uint32_t v : step.victims()) parts.push_back(std::to_string(v));
+  return "[" + absl::StrJoin(parts, " ") + "]";
+}
+
+std::string CutText(const kvspec::v1::StepResult& step) {
+  std::vector<std::string> parts;
+  for (const kvspec::v1::RankedPosition& r : step.cut()) {
+    parts.push_back(absl::StrFormat("%d: %s", r.position(), FloatText(r.score())));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof(a)) == 0; }
+
+bool SameStep(const kvspec::v1::StepResult& a, const kvspec::v1::StepResult& b) {
+  if (a.kept_count() != b.kept_count() ||
+      a.query_cache_position() != b.query_cache_position() ||
+      a.victims_size() != b.victims_size() || a.cut_size() != b.cut_size()) {
+    return false;
+  }
+  for (int i = 0; i < a.victims_size(); ++i) {
+    if (a.victims(i) != b.victims(i)) return false;
+  }
+  for (int i = 0; i < a.cut_size(); ++i) {
+    if (a.cut(i).position() != b.cut(i).position() ||
+        !SameBits(a.cut(i).score(), b.cut(i).score())) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string CategoryText(const kvspec::v1::EvictionLog& log) {
+  if (!log.has_rejection()) return "no rejection";
+  return absl::StrFormat(
+      "%s at step %d", kvspec::v1::ErrorCategory_Name(log.rejection().category()),
+      log.rejection().step());
+}
+
+// Cases of an unregistered name (refusal cases) are always sent: the port
+// must refuse them as UNKNOWN_POLICY whatever it implements.
+bool IsRegistered(const std::string& name) {
+  for (const PolicyInfo& info : RegisteredPolicies()) {
+    if (info.name == name) return true;
+  }
+  return false;
+}
+
+double Seconds(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+}  // namespace
+
+std::string OutcomeName(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kPass: return "pass";
+    case Outcome::kMismatch: return "mismatch";
+    case Outcome::kWrongAccept: return "wrong accept";
+    case Outcome::kWrongReject: return "wrong reject";
+    case Outcome::kSkipped: return "skipped";
+    case Outcome::kError: return "error";
+    case Outcome::kCrash: return "crash";
+    case Outcome::kTimeout: return "timeout";
+    case Outcome::kProtocolError: return "protocol error";
+    case Outcome::kNotRun: return "not run";
+  }
+  return "unknown";
+}
+
+bool ParseOutcome(const std::string& text, Outcome& outcome) {
+  std::string normal = text;
+  for (char& c : normal) {
+    if (c == '-' || c == '_') c = ' ';
+  }
+  for (Outcome o : {Outcome::kPass, Outcome::kMismatch, Outcome::kWrongAccept,
+                    Outcome::kWrongReject, Outcome::kSkipped, Outcome::kError,
+                    Outcome::kCrash, Outcome::kTimeout, Outcome::kProtocolError,
+                    Outcome::kNotRun}) {
+    if (OutcomeName(o) == normal) {
+      outcome = o;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool MatchesPattern(const std::string& id, const std::string& pattern) {
+  if (pattern.size() >= 2 && pattern.compare(pattern.size() - 2, 2, "/*") == 0) {
+    const std::string prefix = pattern.substr(0, pattern.size() - 1);
+    return id.compare(0, prefix.size(), prefix) == 0;
+  }
+  return id == pattern;
+}
+
+Outcome CompareLogs(const kvspec::v1::EvictionLog& expected,
+                    const kvspec::v1::EvictionLog& actual,
+                    const std::string& replay, std::string& detail) {
+  const int steps = std::min(expected.steps_size(), actual.steps_size());
+  for (int i = 0; i < steps; ++i) {
+    if (SameStep(expected.steps(i), actual.steps(i))) continue;
+    const auto& e = expected.steps(i);
+    const auto& a = actual.steps(i);
+    detail = absl::StrFormat(
+        "first divergent step: %d\n"
+        "  expected victims %s, kept %d, query at %d\n"
+        "  actual   victims %s, kept %d, query at %d\n",
+        i, Victims(e), e.kept_count(), e.query_cache_position(), Victims(a),
+        a.kept_count(), a.query_cache_position());
+    if (e.cut_size() > 0 || a.cut_size() > 0) {
+      detail += absl::StrFormat("  expected cut: %s\n  actual cut:   %s\n",
+                                CutText(e), CutText(a));
+    }
+    detail += "  replay: " + replay;
+    return Outcome::kMismatch;
+  }
+  const bool expect_reject = expected.has_rejection();
+  const bool did_reject = actual.has_rejection();
+  if (expected.steps_size() == actual.steps_size() && expect_reject == did_reject &&
+      (!expect_reject ||
+       (expected.rejection().category() == actual.rejection().category() &&
+        expected.rejection().step() == actual.rejection().step()))) {
+    return Outcome::kPass;
+  }
+  detail = absl::StrFormat(
+      "expected %d steps and %s; the port ran %d steps and gave %s%s\n  replay: %s",
+      expected.steps_size(), CategoryText(expected), actual.steps_size(),
+      CategoryText(actual),
+      did_reject ? " (\"" + actual.rejection().message() + "\")" : "", replay);
+  if (expect_reject && !did_reject) return Outcome::kWrongAccept;
+  if (!expect_reject && did_reject) return Outcome::kWrongReject;
+  return Outcome::kMismatch;
+}
+
+std::string RequestPayload(const vectors::LoadedCase& loaded, uint64_t seq) {
+  v1::RunnerMessage message;
+  v1::Request* request = message.mutable_request();
+  request->set_seq(seq);
+  request->set_case_id(loaded.vector->id());
+  *request->mutable_policy() = loaded.vector->policy();
+  *request->mutable_scenario() = *loaded.scenario;
+  request->set_want_cut(true);
+  return message.SerializeAsString();
+}
+
+namespace {
+
+// One port process and its handshake.
+class Session {
+ public:
+  explicit Session(const RunnerOptions& options) : options_(options) {}
+
+  // Starts the port and shakes hands; a failure is fatal for the run.
+  absl::Status Start(v1::HelloReply* hello) {
+    auto port = PortProcess::Start(options_.port_command, options_.max_frame_bytes);
+    if (!port.ok()) return port.status();
+    port_ = *std::move(port);
+    seq_ = 0;
+    v1::RunnerMessage message;
+    message.mutable_hello()->set_protocol_version(kProtocolVersion);
+    message.mutable_hello()->set_spec_version(kSpecVersion);
+    if (!port_->Send(message.SerializeAsString(), options_.timeout_seconds)) {
+      return Fail("could not send the hello");
+    }
+    std::string frame;
+    const PortProcess::Received got = port_->Receive(options_.timeout_seconds, frame);
+    if (got != PortProcess::Received::kFrame) {
+      return Fail(got == PortProcess::Received::kTimeout
+                      ? "no hello reply within the timeout"
+                      : "no hello reply (the port exited or sent an oversized frame)");
+    }
+    v1::PortMessage reply;
+    if (!reply.ParseFromString(frame) || !reply.has_hello()) {
+      return Fail("the first frame is not a HelloReply");
+    }
+    if (reply.hello().protocol_version() != kProtocolVersion) {
+      return Fail(absl::StrFormat(
+          "the port speaks protocol version %d; this runner speaks only %d",
+          reply.hello().protocol_version(), kProtocolVersion));
+    }
+    *hello = reply.hello();
+    return absl::OkStatus();
+  }
+
+  // Runs one case; the outcome and detail go into `report`. Returns whether
+  // the port must be restarted afterwards.
+  bool RunCase(const vectors::LoadedCase& loaded, CaseReport& report) {
+    const std::string replay = absl::StrFormat(
+        "bazel run //conformance:runner -- --port='%s' --case=%s",
+        options_.port_command, loaded.vector->id());
+    if (port_->HasOutputOutOfTurn()) {
+      return Broken(report, Outcome::kProtocolError,
+                    "the port wrote to stdout out of turn before this case");
+    }
+    const uint64_t seq = ++seq_;
+    if (!port_->Send(RequestPayload(loaded, seq), options_.timeout_seconds)) {
+      return Broken(report, Outcome::kCrash, "the port did not take the request");
+    }
+    std::string frame;
+    switch (port_->Receive(options_.timeout_seconds, frame)) {
+      case PortProcess::Received::kFrame:
+        break;
+      case PortProcess::Received::kEof:
+        return Broken(report, Outcome::kCrash, "the port closed stdout before replying");
+      case PortProcess::Received::kTimeout:
+        return Broken(report, Outcome::kTimeout,
+                      absl::StrFormat("no reply within %g s", options_.timeout_seconds));
+      case PortProcess::Received::kTooLarge:
+        return Broken(report, Outcome::kProtocolError,
+                      absl::StrFormat("a frame declared %d bytes, over the cap of %d",
+                                      port_->declared_length(),
+                                      options_.max_frame_bytes));
+    }
+    v1::PortMessage reply;
+    if (!reply.ParseFromString(frame)) {
+      return Broken(report, Outcome::kProtocolError,
+                    absl::StrFormat("a %d-byte frame that is not a PortMessage",
+                                    frame.size()));
+    }
+    if (!reply.has_response()) {
+      return Broken(report, Outcome::kProtocolError,
+                    "a frame of the wrong type (expected a Response)");
+    }
+    const v1::Response& response = reply.response();
+    if (response.seq() != seq) {
+      return Broken(report, Outcome::kProtocolError,
+                    absl::StrFormat("a response with sequence number %d, expected %d",
+                                    response.seq(), seq));
+    }
+    switch (response.result_case()) {
+      case v1::Response::kLog:
+        report.outcome = CompareLogs(loaded.vector->expected(), response.log(),
+                                     replay, report.detail);
+        return false;
+      case v1::Response::kSkipped:
+        report.outcome = Outcome::kSkipped;
+        report.detail = response.skipped().reason();
+        return false;
+      case v1::Response::kError:
+        report.outcome = Outcome::kError;
+        report.detail = response.error().message() + "\n  replay: " + replay;
+        return false;
+      case v1::Response::RESULT_NOT_SET:
+        break;
+    }
+    return Broken(report, Outcome::kProtocolError, "a response with no result");
+  }
+
+  void Stop() { port_.reset(); }
+
+ private:
+  absl::Status Fail(const std::string& why) {
+    port_->Kill();
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "port '%s': %s; it %s. Its stderr ended with:\n%s", options_.port_command,
+        why, port_->ExitDescription(), port_->stderr_tail()));
+  }
+
+  bool Broken(CaseReport& report, Outcome outcome, const std::string& why) {
+    port_->Kill();
+    report.outcome = outcome;
+    report.detail = absl::StrFormat("%s; the port %s. Tail of its stderr:\n%s", why,
+                                    port_->ExitDescription(), port_->stderr_tail());
+    return true;
+  }
+
+  const RunnerOptions& options_;
+  std::unique_ptr<PortProcess> port_;
+  uint64_t seq_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<RunReport> RunConformance(const vectors::VectorSet& set,
+                                         const RunnerOptions& options) {
+  RunReport report;
+  std::vector<const vectors::LoadedCase*> selected;
+  for (const vectors::LoadedCase& c : set.cases) {
+    const std::string& id = c.vector->id();
+    if (!options.case_pattern.empty() && !MatchesPattern(id, options.case_pattern)) {
+      report.excluded.push_back({id, "not selected by --case=" + options.case_pattern});
+    } else if (!options.policy.empty() && c.vector->policy().name() != options.policy) {
+      report.excluded.push_back({id, "not selected by --policy=" + options.policy});
+    } else {
+      selected.push_back(&c);
+    }
+  }
+  std::vector<const vectors::LoadedCase*> mine;
+  for (size_t i = 0; i < selected.size(); ++i) {
+    if (static_cast<int>(i % static_cast<size_t>(options.shard_total)) ==
+        options.shard_index) {
+      mine.push_back(selected[i]);
+    } else {
+      report.excluded.push_back({selected[i]->vector->id(),
+                                 absl::StrFormat("in another shard (of %d)",
+                                                 options.shard_total)});
+    }
+  }
+  Session session(options);
+  if (absl::Status status = session.Start(&report.hello); !status.ok()) return status;
+  int failures_in_a_row = 0;
+  bool abandoned = false;
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const vectors::LoadedCase& loaded = *mine[i];
+    CaseReport case_report;
+    case_report.id = loaded.vector->id();
+    case_report.policy = loaded.vector->policy().name();
+    const auto start = std::chrono::steady_clock::now();
+    const auto& supported = report.hello.policies();
+    if (abandoned) {
+      case_report.outcome = Outcome::kNotRun;
+      case_report.detail = absl::StrFormat(
+          "the port was abandoned after %d failures in a row", options.max_restarts);
+    } else if (std::find(supported.begin(), supported.end(), case_report.policy) ==
+                   supported.end() &&
+               IsRegistered(case_report.policy)) {
+      case_report.outcome = Outcome::kSkipped;
+      case_report.detail = "the port's hello does not list policy " + case_report.policy;
+    } else if (session.RunCase(loaded, case_report)) {
+      ++failures_in_a_row;
+      if (failures_in_a_row >= options.max_restarts) {
+        abandoned = true;
+        session.Stop();
+      } else {
+        v1::HelloReply again;
+        if (!session.Start(&again).ok()) {
+          abandoned = true;
+          session.Stop();
+        }
+      }
+    } else {
+      failures_in_a_row = 0;
+    }
+    case_report.seconds = Seconds(start);
+    report.cases.push_back(std::move(case_report));
+    if (options.progress) options.progress(i + 1, mine.size());
+  }
+  session.Stop();
+  return report;
+}
+
+}  // namespace conformance
+}  // namespace kvspec

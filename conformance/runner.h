@@ -1,0 +1,102 @@
+// The conformance runner: runs vector cases against a port over the protocol
+// of spec/protocol.md and gives each case one outcome. A misbehaving port
+// costs the case it misbehaved on, never the run: the port is restarted,
+// and abandoned only after --max_restarts failures in a row.
+#ifndef KVSPEC_CONFORMANCE_RUNNER_H_
+#define KVSPEC_CONFORMANCE_RUNNER_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "spec/conformance.pb.h"
+#include "tools/vectors/load.h"
+
+namespace kvspec {
+namespace conformance {
+
+inline constexpr uint32_t kProtocolVersion = 1;
+
+// spec/protocol.md#outcomes, plus kNotRun for cases after the port was
+// abandoned.
+enum class Outcome {
+  kPass,
+  kMismatch,
+  kWrongAccept,
+  kWrongReject,
+  kSkipped,
+  kError,
+  kCrash,
+  kTimeout,
+  kProtocolError,
+  kNotRun,
+};
+
+// "pass", "mismatch", "wrong accept", ... as in the spec's table.
+std::string OutcomeName(Outcome outcome);
+// The inverse, for expectation files ("wrong-accept" and "wrong accept" both
+// parse). False for an unknown name.
+bool ParseOutcome(const std::string& text, Outcome& outcome);
+
+struct RunnerOptions {
+  std::string port_command;
+  double timeout_seconds = 60.0;
+  size_t max_frame_bytes = size_t{64} << 20;
+  int max_restarts = 3;
+  // Run only cases whose ID matches (exact, or a prefix ending in "/*").
+  std::string case_pattern;
+  // Run only cases of this policy.
+  std::string policy;
+  // Sharding (Bazel's TEST_TOTAL_SHARDS / TEST_SHARD_INDEX): case i of the
+  // selected list runs when i % shard_total == shard_index.
+  int shard_total = 1;
+  int shard_index = 0;
+  // Called after each case (progress reports).
+  std::function<void(size_t done, size_t total)> progress;
+};
+
+struct CaseReport {
+  std::string id;
+  std::string policy;
+  Outcome outcome = Outcome::kNotRun;
+  // Empty for a pass; otherwise what went wrong, several lines.
+  std::string detail;
+  double seconds = 0.0;
+};
+
+struct Exclusion {
+  std::string id;
+  std::string reason;
+};
+
+struct RunReport {
+  v1::HelloReply hello;
+  std::vector<CaseReport> cases;
+  std::vector<Exclusion> excluded;
+};
+
+// Matches a case ID against a pattern: exact, or a prefix ending in "/*".
+bool MatchesPattern(const std::string& id, const std::string& pattern);
+
+// Compares a port's log with a vector's expected log (spec/protocol.md's
+// `pass` rule) and explains the first difference. `replay` is the one-line
+// command that reruns the case alone.
+Outcome CompareLogs(const kvspec::v1::EvictionLog& expected,
+                    const kvspec::v1::EvictionLog& actual,
+                    const std::string& replay, std::string& detail);
+
+// Runs the selected cases. Refuses (FailedPrecondition) a port that cannot
+// be started, fails the handshake, or speaks another protocol version:
+// nothing is run then.
+absl::StatusOr<RunReport> RunConformance(const vectors::VectorSet& set,
+                                         const RunnerOptions& options);
+
+// The request frame payload the runner would send for `loaded` (with
+// sequence number 1), for --dump.
+std::string RequestPayload(const vectors::LoadedCase& loaded, uint64_t seq);
+
+}  // namespace conformance
+}  // namespace kvspec
+
+#endif  // KVSPEC_CONFORMANCE_RUNNER_H_

@@ -1,0 +1,169 @@
+// The conformance runner (spec/protocol.md).
+//
+//   bazel run //conformance:runner -- --port='<command line>'
+//   bazel run //conformance:runner -- --port=... --policy=snapkv --case='snapkv/ring/*'
+//   bazel run //conformance:runner -- --port=... --expectations=FILE --junit=out.xml
+//   bazel run //conformance:runner -- --case=ID --dump=FILE   # frames to replay by hand
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "cc/version.h"
+#include "conformance/expectations.h"
+#include "conformance/frame.h"
+#include "conformance/report.h"
+#include "conformance/runner.h"
+#include "tools/vectors/load.h"
+
+ABSL_FLAG(std::string, port, "",
+          "Command line that starts the port (run with /bin/sh -c). Required "
+          "unless --dump.");
+ABSL_FLAG(std::string, vectors, "",
+          "The vectors/ folder. Default: the checkout's vectors/ under `bazel "
+          "run`, the runfiles' under `bazel test`, else ./vectors.");
+ABSL_FLAG(std::string, case, "",
+          "Run only this case ID, or the IDs under a prefix ending in /* "
+          "(e.g. 'snapkv/ring/*').");
+ABSL_FLAG(std::string, policy, "", "Run only the cases of this policy.");
+ABSL_FLAG(std::string, expectations, "",
+          "Expectation file: '<case id or prefix/*> <outcome> <reason>' per "
+          "line. Without one, every case must pass.");
+ABSL_FLAG(double, timeout_seconds, 60.0, "Per-case timeout, in seconds.");
+ABSL_FLAG(int, max_restarts, 3,
+          "Abandon the port after this many crashes, timeouts or protocol "
+          "errors in a row; the remaining cases are reported as not run.");
+ABSL_FLAG(uint64_t, max_frame_bytes, uint64_t{64} << 20,
+          "Largest frame the runner accepts from the port; checked before "
+          "anything is allocated.");
+ABSL_FLAG(std::string, junit, "", "Also write a JUnit XML report to this file.");
+ABSL_FLAG(std::string, json, "", "Also write a JSON summary to this file.");
+ABSL_FLAG(std::string, dump, "",
+          "With --case=ID: write the hello and request frames the runner "
+          "would send for that case to this file (replay with: port < FILE), "
+          "then exit.");
+
+namespace kvspec {
+namespace conformance {
+namespace {
+
+std::string DefaultVectors() {
+  if (const char* workspace = std::getenv("BUILD_WORKSPACE_DIRECTORY")) {
+    return std::string(workspace) + "/vectors";
+  }
+  if (const char* srcdir = std::getenv("TEST_SRCDIR")) {
+    return std::string(srcdir) + "/kvspec/vectors";
+  }
+  return "vectors";
+}
+
+int EnvInt(const char* name, int fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? std::atoi(value) : fallback;
+}
+
+bool WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  return static_cast<bool>(out);
+}
+
+int Main() {
+  std::string directory = absl::GetFlag(FLAGS_vectors);
+  if (directory.empty()) directory = DefaultVectors();
+  const absl::StatusOr<vectors::VectorSet> set = vectors::LoadVectorSet(directory);
+  if (!set.ok()) {
+    std::fprintf(stderr, "runner: %s\n", std::string(set.status().message()).c_str());
+    return 2;
+  }
+  if (const std::string dump = absl::GetFlag(FLAGS_dump); !dump.empty()) {
+    const vectors::LoadedCase* c = vectors::FindCase(*set, absl::GetFlag(FLAGS_case));
+    if (c == nullptr) {
+      std::fprintf(stderr, "runner: --dump needs --case=<an existing case ID>\n");
+      return 2;
+    }
+    v1::RunnerMessage hello;
+    hello.mutable_hello()->set_protocol_version(kProtocolVersion);
+    hello.mutable_hello()->set_spec_version(kSpecVersion);
+    if (!WriteFile(dump, EncodeFrame(hello.SerializeAsString()) +
+                             EncodeFrame(RequestPayload(*c, 1)))) {
+      std::fprintf(stderr, "runner: cannot write %s\n", dump.c_str());
+      return 2;
+    }
+    std::printf("wrote the hello and request frames of %s to %s\n",
+                c->vector->id().c_str(), dump.c_str());
+    return 0;
+  }
+  RunnerOptions options;
+  options.port_command = absl::GetFlag(FLAGS_port);
+  if (options.port_command.empty()) {
+    std::fprintf(stderr, "runner: --port is required (see --help)\n");
+    return 2;
+  }
+  options.timeout_seconds = absl::GetFlag(FLAGS_timeout_seconds);
+  options.max_restarts = absl::GetFlag(FLAGS_max_restarts);
+  options.max_frame_bytes = absl::GetFlag(FLAGS_max_frame_bytes);
+  options.case_pattern = absl::GetFlag(FLAGS_case);
+  options.policy = absl::GetFlag(FLAGS_policy);
+  options.shard_total = std::max(1, EnvInt("TEST_TOTAL_SHARDS", 1));
+  options.shard_index = EnvInt("TEST_SHARD_INDEX", 0);
+  if (const char* status_file = std::getenv("TEST_SHARD_STATUS_FILE")) {
+    WriteFile(status_file, "");  // this runner honours sharding
+  }
+  if (isatty(STDERR_FILENO)) {
+    options.progress = [](size_t done, size_t total) {
+      std::fprintf(stderr, "\r%zu/%zu cases", done, total);
+      if (done == total) std::fprintf(stderr, "\n");
+    };
+  }
+  std::vector<Expectation> expectations;
+  if (const std::string path = absl::GetFlag(FLAGS_expectations); !path.empty()) {
+    std::ifstream in(path);
+    if (!in) {
+      std::fprintf(stderr, "runner: cannot read expectations %s\n", path.c_str());
+      return 2;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    auto parsed = ParseExpectations(text.str(), path);
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "runner: %s\n", std::string(parsed.status().message()).c_str());
+      return 2;
+    }
+    expectations = *std::move(parsed);
+  }
+  const absl::StatusOr<RunReport> report = RunConformance(*set, options);
+  if (!report.ok()) {
+    std::fprintf(stderr, "runner: %s\n", std::string(report.status().message()).c_str());
+    std::printf("0 passed, 1 failed\n");
+    return 1;
+  }
+  const Verdict verdict = Judge(*report, expectations);
+  if (const std::string path = absl::GetFlag(FLAGS_junit); !path.empty()) {
+    WriteFile(path, JUnitXml(*report));
+  }
+  if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
+    WriteFile(path, JsonSummary(*report, verdict));
+  }
+  std::printf("%s", TextReport(*report, verdict).c_str());
+  return verdict.failures.empty() ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace conformance
+}  // namespace kvspec
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Runs kvspec's vectors against a port over the conformance protocol "
+      "(spec/protocol.md).\n  runner --port='<command>' [--case=ID|prefix/*] "
+      "[--policy=NAME] [--expectations=FILE] [--junit=FILE] [--json=FILE]");
+  absl::ParseCommandLine(argc, argv);
+  return kvspec::conformance::Main();
+}

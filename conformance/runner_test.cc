@@ -1,0 +1,262 @@
+// The runner against deliberately misbehaving fake ports, one per failure
+// mode: each misbehaviour is reported as its outcome, on the case it
+// happened in, and the runner carries on with the next case.
+#include "conformance/runner.h"
+
+#include <cstdlib>
+#include <set>
+#include <string>
+
+#include "conformance/expectations.h"
+#include "gtest/gtest.h"
+#include "tools/vectors/load.h"
+
+namespace kvspec {
+namespace conformance {
+namespace {
+
+// Four cases; the fakes misbehave on the second.
+constexpr char kCases[] = "streamingllm/chunk/*";
+constexpr char kTarget[] = "streamingllm/chunk/crosses-capacity";
+
+const vectors::VectorSet& Vectors() {
+  static const vectors::VectorSet* set = [] {
+    auto loaded = vectors::LoadVectorSet("vectors");
+    EXPECT_TRUE(loaded.ok()) << loaded.status();
+    return new vectors::VectorSet(*std::move(loaded));
+  }();
+  return *set;
+}
+
+std::string Binary(const std::string& name) {
+  return std::string(std::getenv("TEST_SRCDIR")) + "/kvspec/conformance/testee/" + name;
+}
+
+RunnerOptions Fake(const std::string& mode, const std::string& on_case = kTarget,
+                   const std::string& cases = kCases) {
+  RunnerOptions options;
+  options.port_command =
+      Binary("fake_port") + " --mode=" + mode + " --on_case='" + on_case + "'";
+  options.case_pattern = cases;
+  options.timeout_seconds = 2.0;
+  return options;
+}
+
+// The outcome of every case, in order, and the target's detail.
+struct Summary {
+  std::vector<std::string> outcomes;
+  std::string detail;
+};
+
+Summary RunCases(const RunnerOptions& options) {
+  const auto report = RunConformance(Vectors(), options);
+  EXPECT_TRUE(report.ok()) << report.status();
+  Summary summary;
+  if (!report.ok()) return summary;
+  for (const CaseReport& c : report->cases) {
+    summary.outcomes.push_back(OutcomeName(c.outcome));
+    if (c.id == kTarget) summary.detail = c.detail;
+  }
+  return summary;
+}
+
+using Outcomes = std::vector<std::string>;
+
+TEST(Runner, TheReferenceTesteePassesItsCases) {
+  RunnerOptions options;
+  options.port_command = Binary("reference_testee");
+  options.case_pattern = kCases;
+  EXPECT_EQ(RunCases(options).outcomes, (Outcomes{"pass", "pass", "pass", "pass"}));
+}
+
+TEST(Runner, ACrashCostsOneCaseAndIsReportedWithStatusAndStderr) {
+  const Summary s = RunCases(Fake("crash"));
+  EXPECT_EQ(s.outcomes, (Outcomes{"pass", "crash", "pass", "pass"}));
+  EXPECT_NE(s.detail.find("killed by signal 6"), std::string::npos) << s.detail;
+  EXPECT_NE(s.detail.find("fake port: about to abort"), std::string::npos) << s.detail;
+}
+
+TEST(Runner, AnExitIsACrashWithItsStatus) {
+  const Summary s = RunCases(Fake("exit"));
+  EXPECT_EQ(s.outcomes, (Outcomes{"pass", "crash", "pass", "pass"}));
+  EXPECT_NE(s.detail.find("exited with status 3"), std::string::npos) << s.detail;
+}
+
+TEST(Runner, AHangIsATimeout) {
+  const Summary s = RunCases(Fake("hang"));
+  EXPECT_EQ(s.outcomes, (Outcomes{"pass", "timeout", "pass", "pass"}));
+  EXPECT_NE(s.detail.find("no reply within 2 s"), std::string::npos) << s.detail;
+}
+
+TEST(Runner, GarbageIsAProtocolError) {
+  const Summary s = RunCases(Fake("garbage"));
+  EXPECT_EQ(s.outcomes, (Outcomes{"pass", "protocol error", "pass", "pass"}));
+  EXPECT_NE(s.detail.find("not a PortMessage"), std::string::npos) << s.detail;
+}
+
+TEST(Runner, AnOversizedFrameIsRefusedBeforeAllocation) {
+  const Summary s = RunCases(Fake("oversize"));
+  EXPECT_EQ(s.outcomes, (Outcomes{"pass", "protocol error", "pass", "pass"}));
+  EXPECT_NE(s.detail.find("declared 2147483647 bytes, over the cap"),
+            std::string::npos)
+      << s.detail;
+}
+
+TEST(Runner, AWrongSequenceNumberIsAProtocolError) {
+  const Summary s = RunCases(Fake("wrong_seq"));
+  EXPECT_EQ(s.outcomes, (Outcomes{"pass", "protocol error", "pass", "pass"}));
+  EXPECT_NE(s.detail.find("sequence number 9, expected 2"), std::string::npos)
+      << s.detail;
+}
+
+TEST(Runner, AFrameOfTheWrongTypeIsAProtocolError) {
+  const Summary s = RunCases(Fake("wrong_type"));
+  EXPECT_EQ(s.outcomes, (Outcomes{"pass", "protocol error", "pass", "pass"}));
+  EXPECT_NE(s.detail.find("wrong type"), std::string::npos) << s.detail;
+}
+
+TEST(Runner, StdoutOutOfTurnIsCaughtBeforeTheNextCase) {
+  const auto report = RunConformance(Vectors(), Fake("chatter"));
+  ASSERT_TRUE(report.ok());
+  ASSERT_EQ(report->cases.size(), 4u);
+  EXPECT_EQ(report->cases[1].outcome, Outcome::kPass);  // its reply was fine
+  EXPECT_EQ(report->cases[2].outcome, Outcome::kProtocolError);
+  EXPECT_NE(report->cases[2].detail.find("out of turn"), std::string::npos);
+  EXPECT_EQ(report->cases[3].outcome, Outcome::kPass);
+}
+
+TEST(Runner, RuntimeErrorsAndSkipsAreReportedAsSuch) {
+  EXPECT_EQ(RunCases(Fake("error")).outcomes, (Outcomes{"pass", "error", "pass", "pass"}));
+  EXPECT_EQ(RunCases(Fake("skip")).outcomes, (Outcomes{"pass", "skipped", "pass", "pass"}));
+}
+
+TEST(Runner, AMismatchNamesTheFirstDivergentStepAndAReplayCommand) {
+  const Summary s = RunCases(Fake("wrong_victims"));
+  EXPECT_EQ(s.outcomes, (Outcomes{"pass", "mismatch", "pass", "pass"}));
+  EXPECT_NE(s.detail.find("first divergent step: 1"), std::string::npos) << s.detail;
+  EXPECT_NE(s.detail.find("expected victims [2]"), std::string::npos) << s.detail;
+  EXPECT_NE(s.detail.find("actual   victims [3]"), std::string::npos) << s.detail;
+  EXPECT_NE(s.detail.find("--case=streamingllm/chunk/crosses-capacity"),
+            std::string::npos)
+      << s.detail;
+}
+
+TEST(Runner, AMismatchShowsTheCutWithExactScores) {
+  // tova's tie case: the fake evicts another position; the cut is shown
+  // with hex bits and shortest decimals.
+  const auto report = RunConformance(
+      Vectors(), Fake("wrong_victims", "tova/ties/equal-latest-evict-lower",
+                      "tova/ties/equal-latest-evict-lower"));
+  ASSERT_TRUE(report.ok());
+  ASSERT_EQ(report->cases.size(), 1u);
+  EXPECT_EQ(report->cases[0].outcome, Outcome::kMismatch);
+  EXPECT_NE(report->cases[0].detail.find("1: 0.25 (0x3fd0000000000000)"),
+            std::string::npos)
+      << report->cases[0].detail;
+}
+
+TEST(Runner, WrongAcceptAndWrongReject) {
+  const char* refusal = "harness/refusal/weight-nan";
+  EXPECT_EQ(RunCases(Fake("accept_all", refusal, refusal)).outcomes,
+            (Outcomes{"wrong accept"}));
+  EXPECT_EQ(RunCases(Fake("reject_all")).outcomes,
+            (Outcomes{"pass", "wrong reject", "pass", "pass"}));
+}
+
+TEST(Runner, APortCrashingOnEveryCaseIsAbandoned) {
+  RunnerOptions options = Fake("crash", "*");
+  options.max_restarts = 2;
+  EXPECT_EQ(RunCases(options).outcomes,
+            (Outcomes{"crash", "crash", "not run", "not run"}));
+}
+
+TEST(Runner, PoliciesMissingFromTheHelloAreSkippedUnsent) {
+  RunnerOptions options = Fake("no_tova", "none", "tova/ties/*");
+  const auto report = RunConformance(Vectors(), options);
+  ASSERT_TRUE(report.ok());
+  ASSERT_EQ(report->cases.size(), 1u);
+  EXPECT_EQ(report->cases[0].outcome, Outcome::kSkipped);
+  EXPECT_NE(report->cases[0].detail.find("does not list policy tova"),
+            std::string::npos);
+}
+
+TEST(Runner, RefusesAPortOfAnotherProtocolVersion) {
+  const auto report = RunConformance(Vectors(), Fake("bad_version"));
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.status().message().find(
+                "speaks protocol version 2; this runner speaks only 1"),
+            absl::string_view::npos)
+      << report.status();
+}
+
+TEST(Runner, RefusesAPortThatExitsBeforeTheHello) {
+  const auto report = RunConformance(Vectors(), Fake("exit_at_start"));
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.status().message().find("exited with status 7"),
+            absl::string_view::npos)
+      << report.status();
+}
+
+TEST(Runner, ShardsPartitionTheCases) {
+  RunnerOptions options;
+  options.port_command = Binary("reference_testee");
+  options.case_pattern = "harness/refusal/*";
+  options.shard_total = 2;
+  std::set<std::string> seen;
+  size_t total = 0;
+  for (int index = 0; index < 2; ++index) {
+    options.shard_index = index;
+    const auto report = RunConformance(Vectors(), options);
+    ASSERT_TRUE(report.ok());
+    for (const CaseReport& c : report->cases) {
+      EXPECT_TRUE(seen.insert(c.id).second) << c.id << " ran in two shards";
+      EXPECT_EQ(c.outcome, Outcome::kPass);
+    }
+    total += report->cases.size();
+  }
+  EXPECT_EQ(total, 14u);
+}
+
+TEST(Expectations, ParsesEntriesAndRefusesBadLines) {
+  const auto parsed = ParseExpectations(
+      "# comment\n"
+      "tova/* skipped not implemented yet\n"
+      "snapkv/ring/index-order-sum  wrong accept  sums in time order  # known\n",
+      "port.expectations");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->size(), 2u);
+  EXPECT_EQ((*parsed)[1].outcome, Outcome::kWrongAccept);
+  EXPECT_EQ((*parsed)[1].reason, "sums in time order");
+  for (const char* bad : {"tova/* skipped\n", "tova/* sometimes flaky\n",
+                          "tova/* pass fine\n",
+                          "a/b/c crash x\na/b/c crash y\n"}) {
+    const auto refused = ParseExpectations(bad, "port.expectations");
+    EXPECT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.status().message().find("port.expectations:"),
+              absl::string_view::npos);
+  }
+}
+
+TEST(Expectations, NewFailuresUnexpectedPassesAndStaleEntriesFail) {
+  RunReport report;
+  report.cases = {{"a/b/pass", "h2o", Outcome::kPass, "", 0},
+                  {"a/b/known", "h2o", Outcome::kMismatch, "", 0},
+                  {"a/b/new", "h2o", Outcome::kCrash, "", 0},
+                  {"a/c/fixed", "h2o", Outcome::kPass, "", 0}};
+  const auto entries = ParseExpectations(
+      "a/b/known mismatch known\n"
+      "a/c/* mismatch was broken\n"
+      "z/y/x crash never runs\n",
+      "e");
+  ASSERT_TRUE(entries.ok());
+  const Verdict verdict = Judge(report, *entries);
+  EXPECT_EQ(verdict.expected_failures, 1);
+  ASSERT_EQ(verdict.failures.size(), 3u);
+  EXPECT_NE(verdict.failures[0].find("new failure: a/b/new: crash"), std::string::npos);
+  EXPECT_NE(verdict.failures[1].find("unexpected pass: a/c/fixed"), std::string::npos);
+  EXPECT_NE(verdict.failures[2].find("stale entry: line 3 (z/y/x)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace conformance
+}  // namespace kvspec

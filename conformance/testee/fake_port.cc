@@ -1,0 +1,110 @@
+// A deliberately misbehaving port, for the runner's own tests: it answers
+// like the reference testee, except on the case named by --on_case (or every
+// case, with --on_case='*'), where it misbehaves as --mode says.
+//
+//   fake_port --mode=crash --on_case=window/basic/single-steps
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "conformance/testee/reference_answer.h"
+#include "conformance/testee/stdio_frames.h"
+
+namespace {
+
+std::string Arg(int argc, char** argv, const char* name) {
+  const std::string prefix = std::string("--") + name + "=";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], prefix.c_str(), prefix.size()) == 0) {
+      return argv[i] + prefix.size();
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using kvspec::testee::WriteAll;
+  using kvspec::testee::WriteFrame;
+  const std::string mode = Arg(argc, argv, "mode");
+  const std::string on_case = Arg(argc, argv, "on_case");
+  std::fprintf(stderr, "fake port: mode %s on %s\n", mode.c_str(), on_case.c_str());
+  if (mode == "exit_at_start") return 7;
+  std::string payload;
+  while (kvspec::testee::ReadFrame(STDIN_FILENO, payload)) {
+    kvspec::conformance::v1::RunnerMessage message;
+    if (!message.ParseFromString(payload)) return 1;
+    kvspec::conformance::v1::PortMessage reply = kvspec::Answer(message);
+    if (message.has_hello()) {
+      if (mode == "bad_version") reply.mutable_hello()->set_protocol_version(2);
+      if (mode == "no_tova") {
+        auto* policies = reply.mutable_hello()->mutable_policies();
+        for (int i = 0; i < policies->size(); ++i) {
+          if (policies->Get(i) == "tova") policies->DeleteSubrange(i, 1);
+        }
+      }
+      WriteFrame(STDOUT_FILENO, reply.SerializeAsString());
+      continue;
+    }
+    const bool target = on_case == "*" || message.request().case_id() == on_case;
+    if (!target) {
+      WriteFrame(STDOUT_FILENO, reply.SerializeAsString());
+      continue;
+    }
+    auto* response = reply.mutable_response();
+    std::fprintf(stderr, "fake port: misbehaving on %s\n",
+                 message.request().case_id().c_str());
+    if (mode == "crash") {
+      std::fprintf(stderr, "fake port: about to abort\n");
+      abort();
+    } else if (mode == "exit") {
+      return 3;
+    } else if (mode == "hang") {
+      pause();
+    } else if (mode == "garbage") {
+      WriteFrame(STDOUT_FILENO, std::string("\xff\xff\xff\xff\x0f not a message", 20));
+      continue;
+    } else if (mode == "oversize") {
+      WriteAll(STDOUT_FILENO, std::string("\xff\xff\xff\x7f", 4));
+      pause();
+    } else if (mode == "wrong_seq") {
+      response->set_seq(response->seq() + 7);
+    } else if (mode == "wrong_type") {
+      kvspec::conformance::v1::PortMessage hello;
+      hello.mutable_hello()->set_protocol_version(1);
+      WriteFrame(STDOUT_FILENO, hello.SerializeAsString());
+      continue;
+    } else if (mode == "chatter") {
+      WriteFrame(STDOUT_FILENO, reply.SerializeAsString());
+      WriteAll(STDOUT_FILENO, "debug: chatty port\n");
+      continue;
+    } else if (mode == "error") {
+      response->mutable_error()->set_message("fake port: simulated failure");
+    } else if (mode == "skip") {
+      response->mutable_skipped()->set_reason("fake port: not implemented");
+    } else if (mode == "wrong_victims") {
+      auto* log = response->mutable_log();
+      for (auto& step : *log->mutable_steps()) {
+        if (step.victims_size() > 0) {
+          step.set_victims(0, step.victims(0) + 1);
+          break;
+        }
+      }
+    } else if (mode == "accept_all") {
+      response->mutable_log()->clear_rejection();
+    } else if (mode == "reject_all") {
+      auto* rejection = response->mutable_log()->mutable_rejection();
+      rejection->set_category(kvspec::v1::ATTENTION_VALUE);
+      rejection->set_step(0);
+      rejection->set_message("fake port: refuses everything");
+      response->mutable_log()->clear_steps();
+    }
+    WriteFrame(STDOUT_FILENO, reply.SerializeAsString());
+  }
+  return 0;
+}
