@@ -446,6 +446,10 @@ void AddScoreCases(SuiteBuilder& b) {
            "stationary rows: pool_kernel 1 evicts what tova evicts",
            snapkv(24, 16, obs, 1), "stationary-200");
   }
+  b.Case("snapkv/neighbour/tova-obs-1-canonical",
+         {"neighbour.snapkv-tova", "canonical-trace"},
+         "a one-step window without pooling is tova on any scenario",
+         snapkv(512, 16, 1, 1), "canonical-2048");
   b.Case("snapkv/neighbour/h2o-long-window",
          {"neighbour.snapkv-h2o", "null-attention.still-evicts",
           "chunk.one-ranking"},
