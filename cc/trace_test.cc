@@ -139,6 +139,10 @@ TEST(TraceGenerator, RefusesEachInvalidParameter) {
                    "heavy_mass must be finite and >= 0, got inf"});
   cases.push_back({with([](TraceConfig& c) { c.noise = 1.5; }),
                    "noise must be in [0, 1], got 1.5"});
+  cases.push_back({with([](TraceConfig& c) { c.sink_mass = -0.0; }),
+                   "sink_mass must be finite and >= 0, got -0"});
+  cases.push_back({with([](TraceConfig& c) { c.noise = -0.0; }),
+                   "noise must be in [0, 1], got -0"});
   for (const Case& c : cases) {
     const absl::Status status = ValidateTrace(c.config);
     EXPECT_EQ(CategoryOf(status), ErrorCategory::kInvalidTrace) << c.message;

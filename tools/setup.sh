@@ -3,12 +3,14 @@
 #
 #   tools/setup.sh
 #
-# Everything comes from Debian's archive (no other download): Bazel
-# (bazel-bootstrap 4.2.3), g++ and clang (tools/determinism.sh builds with
-# both), GoogleTest, Abseil, Protobuf and protoc, and python3 for
-# tools/test_summary.py. Runs apt-get only when a package is
-# missing; uses sudo when not run as root.
+# From Debian's archive: Bazel (bazel-bootstrap 4.2.3), g++ and clang
+# (tools/determinism.sh builds with both), GoogleTest, Abseil, Protobuf and
+# protoc, pkg-config, and python3 with venv. For the bundled ports: the Rust
+# toolchain (cargo from rustup when the machine has it, else Debian's cargo),
+# and a virtual environment for the Python port with its pinned packages from
+# PyPI. Uses sudo for apt-get when not run as root.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 PACKAGES=(
   bazel-bootstrap
@@ -20,7 +22,16 @@ PACKAGES=(
   pkg-config
   protobuf-compiler
   python3
+  python3-venv
 )
+
+sudo=()
+if [[ $(id -u) -ne 0 ]]; then sudo=(sudo); fi
+updated=0
+apt_install() {
+  if [[ $updated -eq 0 ]]; then "${sudo[@]}" apt-get update -qq; updated=1; fi
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "$@"
+}
 
 missing=()
 for package in "${PACKAGES[@]}"; do
@@ -29,15 +40,35 @@ for package in "${PACKAGES[@]}"; do
     missing+=("$package")
   fi
 done
-
 if [[ ${#missing[@]} -eq 0 ]]; then
-  echo "setup: every package is installed (${PACKAGES[*]})"
-  exit 0
+  echo "setup: every Debian package is installed"
+else
+  echo "setup: installing ${missing[*]}"
+  apt_install "${missing[@]}"
 fi
 
-sudo=()
-if [[ $(id -u) -ne 0 ]]; then sudo=(sudo); fi
-echo "setup: installing ${missing[*]}"
-"${sudo[@]}" apt-get update -qq
-DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}"
+# Rust (conformance/ports/rust).
+[[ -d "$HOME/.cargo/bin" ]] && export PATH="$HOME/.cargo/bin:$PATH"
+if command -v cargo >/dev/null; then
+  echo "setup: $(cargo --version) is installed"
+else
+  echo "setup: installing Debian's cargo (rustup's is preferred: Debian's may be too old for prost)"
+  apt_install cargo
+fi
+
+# Python (conformance/ports/python): a virtual environment with the pinned
+# protobuf runtime that matches Debian's protoc 3.21.12.
+if [[ -f conformance/ports/python/requirements.txt ]]; then
+  venv=conformance/ports/python/.venv
+  if [[ ! -x "$venv/bin/python" ]]; then
+    echo "setup: creating $venv"
+    python3 -m venv "$venv"
+  fi
+  if ! "$venv/bin/python" -m pip install -q -r conformance/ports/python/requirements.txt \
+      >/dev/null; then
+    echo "setup: pip install failed" >&2
+    exit 1
+  fi
+  echo "setup: $venv has $(conformance/ports/python/.venv/bin/python -m pip list 2>/dev/null | grep -E '^(protobuf|pytest) ' | tr -s ' ' | paste -sd, -)"
+fi
 echo "setup: done"

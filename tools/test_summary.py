@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Prints "tests: N passed, N failed" for the Bazel run whose output is in argv[1].
 
-argv[3], if given, is a line "NAME: N passed, M failed" from another checker
-(tools/determinism.sh) whose counts are added.
+argv[3:], if given, are lines "NAME: N passed, M failed" from other checkers
+(tools/determinism.sh, tools/test_ports.sh) whose counts are added; a line
+without such counts counts as one failure.
 
 Only the test targets that this run's summary lists are counted; for each,
 the test cases come from its test.xml under the testlogs folder (argv[2]).
@@ -56,14 +57,15 @@ def main():
                 if not ok and f == 0:
                     f = 1  # the target failed although every case passed
                 passed, failed = passed + p, failed + f
-    if len(sys.argv) > 3:
-        extra = re.search(r"(\d+) passed, (\d+) failed", sys.argv[3])
+    for line in sys.argv[3:]:
+        extra = re.search(r"(\d+) passed, (\d+) failed", line)
         if extra:
             passed += int(extra.group(1))
             failed += int(extra.group(2))
         else:
             failed += 1
-    print(f"({targets} test targets, plus {sys.argv[3] if len(sys.argv) > 3 else 'nothing else'})")
+        print(f"  {line}")
+    print(f"({targets} Bazel test targets, plus the {len(sys.argv) - 3} checks above)")
     print(f"tests: {passed} passed, {failed} failed")
     return 0
 

@@ -123,6 +123,9 @@ void AddScenarios(SuiteBuilder& b) {
     TraceConfig bad = CanonicalTrace(10);
     bad.background_mass = 0.0;
     b.Add(Traced("trace-no-background", bad));
+    TraceConfig minus_zero = CanonicalTrace(10);
+    minus_zero.sink_mass = -0.0;
+    b.Add(Traced("trace-minus-zero-mass", minus_zero));
   }
   // h2o, tova: four single steps whose last row varies.
   auto four = [](std::string id, Row last) {
@@ -227,6 +230,13 @@ void AddHarnessCases(SuiteBuilder& b) {
          "a scenario with both steps and a trace", window4, "trace-and-steps");
   b.Case("harness/refusal/trace-no-background", {"refusal.invalid-trace"},
          "background_mass must be above 0", window4, "trace-no-background");
+  b.Case("harness/refusal/trace-minus-zero-mass", {"refusal.invalid-trace"},
+         "sink_mass -0.0 is refused: its sign bit is set", window4,
+         "trace-minus-zero-mass");
+  b.Case("harness/refusal/configuration-before-trace",
+         {"refusal.invalid-parameter"},
+         "a bad configuration and a bad trace: the configuration is reported",
+         P("window", {{"budget", 0}}), "trace-no-background");
   b.Case("harness/gather/no-renormalization", {"renormalize.none"},
          "raw gathered weights tie positions 1 and 3 and 1 goes; "
          "renormalized ones would evict 3",

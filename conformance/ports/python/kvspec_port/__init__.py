@@ -1,0 +1,10 @@
+"""kvspec-port: a Python port of the kvspec specification (spec/README.md).
+
+Written from spec/ alone: harness (spec/harness.md), arithmetic
+(spec/arithmetic.md), Rng (spec/rng.md), trace generator (spec/trace.md),
+policies (spec/policies/*.md) and the conformance testee (spec/protocol.md).
+"""
+
+SPEC_VERSION = "0.3.0"
+PROTOCOL_VERSION = 1
+PORT_VERSION = "0.1.0"

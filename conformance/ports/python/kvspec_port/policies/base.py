@@ -1,0 +1,155 @@
+"""The policy step shared by every policy (spec/harness.md).
+
+A step records (spec/harness.md#the-decode-step), admits, then evicts
+`n - budget` victims from one ranking of the post-admission state
+(spec/harness.md#victims).
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence, Tuple
+
+from ..errors import ATTENTION_LENGTH, ATTENTION_VALUE, INVALID_PARAMETER, POSITION, Refusal
+from ..f32 import weight_ok
+
+MAX_POSITION = (1 << 32) - 1
+U32_MAX = (1 << 32) - 1
+
+
+@dataclass
+class StepOutcome:
+    victims: List[int]
+    kept_count: int
+    query_cache_position: int
+    # (position, binary64 score) in rank order (spec/vectors.md#the-cut).
+    cut: List[Tuple[int, float]] = field(default_factory=list)
+
+
+class Policy:
+    """Base of every policy. Subclasses set NAME and PARAMS.
+
+    PARAMS: the card's parameter table, in the card's order:
+    (name, default, low, high), ranges inclusive.
+    """
+
+    NAME = ""
+    PARAMS: Sequence[Tuple[str, int, int, int]] = ()
+
+    def __init__(self, params: dict, rng) -> None:
+        self.params = params
+        self.rng = rng
+        self.kept: List[int] = []
+        self.next_min = 0  # every admitted position is below this
+
+    # -- configuration (spec/harness.md#configuration) ----------------------
+    @classmethod
+    def check_relations(cls, values: dict) -> None:
+        """Rules relating parameters, in the card's order."""
+
+    # -- one step ------------------------------------------------------------
+    def step(self, first: int, count: int, attention: Optional[Sequence[float]]) -> StepOutcome:
+        """Policy::Step with explicit positions: validate, then run."""
+        # spec/harness.md#refusals, "Called directly".
+        if count < 1:
+            raise Refusal(POSITION, f"a step must admit at least one position, got {count}")
+        if first < self.next_min:
+            raise Refusal(POSITION, f"position {first} is not above every position admitted before")
+        if first + count - 1 > MAX_POSITION:
+            raise Refusal(POSITION, "positions run past 2^32 - 1")
+        if attention is not None:
+            if len(attention) != len(self.kept):
+                raise Refusal(
+                    ATTENTION_LENGTH,
+                    f"attention has {len(attention)} weights, {len(self.kept)} positions are kept",
+                )
+            for i, w in enumerate(attention):
+                if not weight_ok(w):
+                    raise Refusal(ATTENTION_VALUE, f"weight {i} is {w!r}")
+        return self.step_unchecked(first, count, attention)
+
+    def step_unchecked(self, first: int, count: int, attention) -> StepOutcome:
+        query = len(self.kept)
+        if attention is not None:
+            self.record(attention)
+        self.kept.extend(range(first, first + count))
+        self.admitted(count)
+        self.next_min = first + count
+        victims, cut = self.evict()
+        return StepOutcome(victims, len(self.kept), query, cut)
+
+    # -- hooks ---------------------------------------------------------------
+    def record(self, attention: Sequence[float]) -> None:
+        """Record one attention vector, gathered in kept order."""
+
+    def admitted(self, count: int) -> None:
+        """The last `count` kept positions were just admitted."""
+
+    def evict(self) -> Tuple[List[int], List[Tuple[int, float]]]:
+        return [], []
+
+
+class BudgetPolicy(Policy):
+    """A policy with a budget (spec/harness.md#budget)."""
+
+    @property
+    def budget(self) -> int:
+        return self.params["budget"]
+
+
+class RecentWindowMixin:
+    @classmethod
+    def check_relations(cls, values: dict) -> None:
+        # spec/harness.md#protected-positions
+        if not values["recent_window"] < values["budget"]:
+            raise Refusal(
+                INVALID_PARAMETER,
+                f"{cls.NAME}: recent_window must be below budget, got recent_window "
+                f"{values['recent_window']}, budget {values['budget']}",
+            )
+
+
+BUDGET = ("budget", 512, 1, U32_MAX)
+RECENT_WINDOW = ("recent_window", 16, 0, U32_MAX - 1)
+
+
+class ScorePolicy(RecentWindowMixin, BudgetPolicy):
+    """A score-based policy (h2o, tova, snapkv): spec/harness.md#victims.
+
+    Subclasses keep per-slot state parallel to `kept` and implement
+    `scores()` (binary64 per kept slot) and `remove_slots(keep_mask)`.
+    """
+
+    PARAMS = (BUDGET, RECENT_WINDOW)
+
+    def scores(self) -> List[float]:
+        raise NotImplementedError
+
+    def remove_slots(self, keep: List[bool]) -> None:
+        raise NotImplementedError
+
+    def evict(self):
+        n = len(self.kept)
+        k = n - self.budget
+        if k <= 0:
+            return [], []
+        scores = self.scores()
+        kept = self.kept
+        m = n - self.params["recent_window"]  # candidates: slots [0, m)
+        want = min(m, k + 4)
+        # Rank: score ascending, then position ascending (a total order).
+        key = lambda i: (scores[i], kept[i])  # noqa: E731
+        if want * 4 < m:
+            ranked = heapq.nsmallest(want, range(m), key=key)
+        else:
+            ranked = sorted(range(m), key=key)[:want]
+        victim_slots = ranked[:k]
+        cut = [(kept[i], scores[i]) for i in ranked]
+        keep = [True] * n
+        for i in victim_slots:
+            keep[i] = False
+        victims = sorted(kept[i] for i in victim_slots)
+        self.kept = [p for p, kp in zip(kept, keep) if kp]
+        self.remove_slots(keep)
+        return victims, cut

@@ -1,0 +1,118 @@
+"""The conformance testee (spec/protocol.md).
+
+Frames on stdin/stdout: a 4-byte little-endian length, then one serialized
+message (RunnerMessage in, PortMessage out). Logs go to stderr only.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+import time
+import traceback
+
+from . import PORT_VERSION, PROTOCOL_VERSION, SPEC_VERSION
+from .harness import run_scenario
+from .policies import REGISTRY
+from .proto import conformance_pb2 as cpb
+from .proto import kvspec_pb2 as kpb
+
+
+def log(msg: str) -> None:
+    print(f"kvspec-port-python: {msg}", file=sys.stderr, flush=True)
+
+
+def read_frame(stream):
+    header = stream.read(4)
+    if not header:
+        return None
+    if len(header) < 4:
+        raise EOFError("truncated frame header")
+    (n,) = struct.unpack("<I", header)
+    body = stream.read(n)
+    if len(body) < n:
+        raise EOFError("truncated frame")
+    return body
+
+
+def write_frame(stream, message) -> None:
+    body = message.SerializeToString()
+    stream.write(struct.pack("<I", len(body)) + body)
+    stream.flush()
+
+
+def hello_reply() -> "cpb.PortMessage":
+    out = cpb.PortMessage()
+    h = out.hello
+    h.protocol_version = PROTOCOL_VERSION
+    h.spec_version = SPEC_VERSION
+    h.port_name = "kvspec-port-python"
+    h.language = "python"
+    h.port_version = PORT_VERSION
+    h.policies.extend(REGISTRY.keys())
+    return out
+
+
+def to_proto_log(elog, want_cut: bool) -> "kpb.EvictionLog":
+    out = kpb.EvictionLog()
+    for s in elog.steps:
+        sr = out.steps.add()
+        sr.victims.extend(s.victims)
+        sr.kept_count = s.kept_count
+        sr.query_cache_position = s.query_cache_position
+        if want_cut:
+            for pos, score in s.cut:
+                rp = sr.cut.add()
+                rp.position = pos
+                rp.score = score
+    if elog.rejection is not None:
+        category, step, message = elog.rejection
+        out.rejection.category = kpb.ErrorCategory.Value(category)
+        out.rejection.step = step
+        out.rejection.message = message
+    return out
+
+
+def handle_request(req) -> "cpb.PortMessage":
+    out = cpb.PortMessage()
+    resp = out.response
+    resp.seq = req.seq
+    try:
+        sc = req.scenario
+        steps = [
+            (st.admit, list(st.attention.weights) if st.HasField("attention") else None)
+            for st in sc.steps
+        ]
+        trace_config = sc.trace if sc.HasField("trace") else None
+        params = [(p.name, p.value) for p in req.policy.parameters]
+        elog = run_scenario(req.policy.name, params, req.policy.seed, steps, trace_config)
+        resp.log.CopyFrom(to_proto_log(elog, req.want_cut))
+    except Exception:  # a bug of the port, not a spec refusal
+        resp.error.message = traceback.format_exc()
+        log(f"error in {req.case_id}:\n{resp.error.message}")
+    return out
+
+
+def main() -> int:
+    stdin = sys.stdin.buffer
+    stdout = sys.stdout.buffer
+    # Nothing but frames may reach stdout: route stray prints to stderr.
+    sys.stdout = sys.stderr
+    while True:
+        body = read_frame(stdin)
+        if body is None:
+            return 0
+        msg = cpb.RunnerMessage()
+        msg.ParseFromString(body)
+        kind = msg.WhichOneof("message")
+        if kind == "hello":
+            log(f"hello: runner speaks protocol {msg.hello.protocol_version}, spec {msg.hello.spec_version}")
+            write_frame(stdout, hello_reply())
+        elif kind == "request":
+            start = time.monotonic()
+            reply = handle_request(msg.request)
+            write_frame(stdout, reply)
+            log(f"#{msg.request.seq} {msg.request.case_id}: {time.monotonic() - start:.2f}s")
+        else:
+            log(f"unknown runner message {kind!r}")
+            return 1

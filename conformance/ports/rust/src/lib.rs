@@ -1,0 +1,34 @@
+//! kvspec-port: a Rust port of kvspec (spec version 0.3.0), written from the
+//! documents in `spec/` alone.
+//!
+//! - [`rng`]: xoshiro256** seeded by SplitMix64 (spec/rng.md)
+//! - [`trace`]: the trace generator (spec/trace.md)
+//! - [`harness`]: the decode loop, refusals and eviction log (spec/harness.md)
+//! - [`policies`]: one module per policy card (spec/policies/*.md)
+//! - [`protocol`]: the conformance protocol (spec/protocol.md)
+
+pub mod error;
+pub mod harness;
+pub mod policies;
+pub mod protocol;
+pub mod rng;
+pub mod trace;
+
+/// Generated from spec/kvspec.proto and spec/conformance.proto.
+pub mod pb {
+    pub mod kvspec {
+        pub mod v1 {
+            include!(concat!(env!("OUT_DIR"), "/kvspec.v1.rs"));
+        }
+        pub mod conformance {
+            pub mod v1 {
+                include!(concat!(env!("OUT_DIR"), "/kvspec.conformance.v1.rs"));
+            }
+        }
+    }
+}
+
+/// The spec version this port implements (spec/README.md).
+pub const SPEC_VERSION: &str = "0.3.0";
+/// The conformance protocol version (spec/protocol.md#versions).
+pub const PROTOCOL_VERSION: u32 = 1;

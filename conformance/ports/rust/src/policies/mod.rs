@@ -1,0 +1,216 @@
+//! The policy registry, configuration checks and the shared ranking rule.
+//! Spec: spec/harness.md#configuration, spec/harness.md#victims.
+
+use crate::error::{Category, Refusal, Result};
+
+pub mod full;
+pub mod h2o;
+pub mod random;
+pub mod snapkv;
+pub mod streamingllm;
+pub mod tova;
+pub mod window;
+
+/// Registry order (spec/README.md#policies).
+pub const REGISTRY: [&str; 7] = ["full", "window", "streamingllm", "h2o", "tova", "snapkv", "random"];
+
+/// What a policy chose at an evicting step.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Selection {
+    /// Victim slots, in the order chosen (rank order for score-based policies).
+    pub victims: Vec<usize>,
+    /// Score-based policies: the victims then up to four more candidates, in
+    /// rank order, with the binary64 score each was ranked by
+    /// (spec/vectors.md#the-cut). Empty for the others.
+    pub cut: Vec<(usize, f64)>,
+}
+
+/// One eviction policy. The harness ([`crate::harness::Engine`]) owns the
+/// kept positions, validates each step, then calls `record`, `admit` and,
+/// when over budget, `choose_victims` and `remove`
+/// (spec/harness.md#the-decode-step).
+pub trait Policy {
+    fn name(&self) -> &'static str;
+    /// Most positions kept after a step; `None` for unbounded (`full`).
+    fn budget(&self) -> Option<u64>;
+    /// Record one validated attention vector, one weight per kept slot.
+    fn record(&mut self, attention: &[f32]);
+    /// Append per-slot state for `count` newly admitted positions.
+    fn admit(&mut self, count: usize);
+    /// Choose `k` victims among the kept slots (`kept` after admission).
+    fn choose_victims(&mut self, kept: &[u32], k: usize) -> Selection;
+    /// Drop per-slot state of the slots marked in `evicted`.
+    fn remove(&mut self, evicted: &[bool]);
+}
+
+/// Keep only the elements of a per-slot vector (with `stride` entries per
+/// slot) whose slot is not marked.
+pub(crate) fn retain_slots<T: Copy>(v: &mut Vec<T>, stride: usize, evicted: &[bool]) {
+    let mut w = 0;
+    for (slot, &gone) in evicted.iter().enumerate() {
+        if !gone {
+            if w != slot {
+                for j in 0..stride {
+                    v[w * stride + j] = v[slot * stride + j];
+                }
+            }
+            w += 1;
+        }
+    }
+    v.truncate(w * stride);
+}
+
+/// Rank candidate slots `0..candidates` by score ascending, then position
+/// ascending (spec/harness.md#victims), and take the first `k`. The cut is
+/// the victims and up to four more (spec/vectors.md#the-cut).
+pub fn rank(kept: &[u32], scores: &[f64], candidates: usize, k: usize) -> Selection {
+    debug_assert!(k <= candidates);
+    let cmp = |a: &usize, b: &usize| {
+        scores[*a]
+            .partial_cmp(&scores[*b])
+            .expect("scores are never NaN")
+            .then(kept[*a].cmp(&kept[*b]))
+    };
+    let mut idx: Vec<usize> = (0..candidates).collect();
+    let cut_len = (k + 4).min(candidates);
+    if cut_len == 0 {
+        return Selection::default();
+    }
+    if cut_len < candidates {
+        idx.select_nth_unstable_by(cut_len - 1, cmp);
+        idx.truncate(cut_len);
+    }
+    idx.sort_unstable_by(cmp);
+    Selection {
+        victims: idx[..k].to_vec(),
+        cut: idx.iter().map(|&i| (i, scores[i])).collect(),
+    }
+}
+
+/// One integer parameter of a card: name, default, inclusive range.
+#[derive(Clone, Copy, Debug)]
+pub struct ParamSpec {
+    pub name: &'static str,
+    pub default: i64,
+    pub min: i64,
+    pub max: i64,
+}
+
+pub(crate) const BUDGET: ParamSpec = ParamSpec { name: "budget", default: 512, min: 1, max: 4294967295 };
+pub(crate) const RECENT_WINDOW: ParamSpec =
+    ParamSpec { name: "recent_window", default: 16, min: 0, max: 4294967294 };
+
+/// Checks 2 and 3 of spec/harness.md#configuration: every given parameter is
+/// known and given once (in the order given), then every card parameter, in
+/// card order, takes its default or must lie in its range. Returns the
+/// values in card order.
+pub fn resolve_params(policy: &str, specs: &[ParamSpec], given: &[(String, i64)]) -> Result<Vec<i64>> {
+    for (i, (name, _)) in given.iter().enumerate() {
+        if !specs.iter().any(|s| s.name == name) {
+            let msg = if specs.is_empty() {
+                format!("{policy}: unknown parameter '{name}'; {policy} takes no parameters")
+            } else {
+                let names: Vec<&str> = specs.iter().map(|s| s.name).collect();
+                format!("{policy}: unknown parameter '{name}'; {policy} takes {}", names.join(", "))
+            };
+            return Err(Refusal::new(Category::InvalidParameter, msg));
+        }
+        if given[..i].iter().any(|(n, _)| n == name) {
+            return Err(Refusal::new(
+                Category::InvalidParameter,
+                format!("{policy}: parameter '{name}' given twice"),
+            ));
+        }
+    }
+    let mut values = Vec::with_capacity(specs.len());
+    for s in specs {
+        let v = given.iter().find(|(n, _)| n == s.name).map(|(_, v)| *v).unwrap_or(s.default);
+        if v < s.min || v > s.max {
+            return Err(Refusal::new(
+                Category::InvalidParameter,
+                format!("{policy}: {} must be in [{}, {}], got {v}", s.name, s.min, s.max),
+            ));
+        }
+        values.push(v);
+    }
+    Ok(values)
+}
+
+/// The shared rule `recent_window < budget` (spec/harness.md#protected-positions).
+pub(crate) fn check_recent_below_budget(policy: &str, budget: i64, recent_window: i64) -> Result<()> {
+    if recent_window >= budget {
+        return Err(Refusal::new(
+            Category::InvalidParameter,
+            format!(
+                "{policy}: recent_window must be below budget, got recent_window {recent_window}, budget {budget}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Build a policy from its registry name, parameters and Rng seed
+/// (spec/harness.md#configuration). Check 1: the name is registered.
+pub fn build(name: &str, params: &[(String, i64)], seed: u64) -> Result<Box<dyn Policy>> {
+    match name {
+        "full" => Ok(Box::new(full::Full::configure(params)?)),
+        "window" => Ok(Box::new(window::Window::configure(params)?)),
+        "streamingllm" => Ok(Box::new(streamingllm::StreamingLlm::configure(params)?)),
+        "h2o" => Ok(Box::new(h2o::H2o::configure(params)?)),
+        "tova" => Ok(Box::new(tova::Tova::configure(params)?)),
+        "snapkv" => Ok(Box::new(snapkv::SnapKv::configure(params)?)),
+        "random" => Ok(Box::new(random::Random::configure(params, seed)?)),
+        _ => Err(Refusal::new(Category::UnknownPolicy, format!("unknown policy '{name}'"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(v: &[(&str, i64)]) -> Vec<(String, i64)> {
+        v.iter().map(|(n, x)| (n.to_string(), *x)).collect()
+    }
+
+    fn category(name: &str, params: &[(&str, i64)]) -> Option<Category> {
+        build(name, &p(params), 0).err().map(|r| r.category)
+    }
+
+    #[test]
+    fn configuration_refusals() {
+        assert_eq!(category("Window", &[]), Some(Category::UnknownPolicy));
+        assert_eq!(category("lru", &[]), Some(Category::UnknownPolicy));
+        assert_eq!(category("full", &[("budget", 4)]), Some(Category::InvalidParameter));
+        assert_eq!(category("window", &[("budget", 0)]), Some(Category::InvalidParameter));
+        assert_eq!(category("window", &[("budget", 1i64 << 32)]), Some(Category::InvalidParameter));
+        assert_eq!(category("window", &[("budget", 3), ("budget", 3)]), Some(Category::InvalidParameter));
+        assert_eq!(category("window", &[("sinks", 3)]), Some(Category::InvalidParameter));
+        assert_eq!(category("streamingllm", &[("budget", 4), ("sinks", 4)]), Some(Category::InvalidParameter));
+        assert_eq!(category("h2o", &[("budget", 8)]), Some(Category::InvalidParameter));
+        assert_eq!(category("tova", &[("budget", 2), ("recent_window", 2)]), Some(Category::InvalidParameter));
+        assert_eq!(category("snapkv", &[("pool_kernel", 4)]), Some(Category::InvalidParameter));
+        assert_eq!(category("snapkv", &[("obs_window", 0)]), Some(Category::InvalidParameter));
+        assert_eq!(category("random", &[("recent_window", -1)]), Some(Category::InvalidParameter));
+        for name in REGISTRY {
+            assert_eq!(category(name, &[]), None, "{name} at its defaults");
+        }
+    }
+
+    #[test]
+    fn message_names_parameter_value_and_rule() {
+        let r = build("window", &p(&[("budget", 0)]), 0).err().unwrap();
+        assert_eq!(r.message, "window: budget must be in [1, 4294967295], got 0");
+        let r = build("full", &p(&[("budget", 5)]), 0).err().unwrap();
+        assert_eq!(r.message, "full: unknown parameter 'budget'; full takes no parameters");
+    }
+
+    #[test]
+    fn rank_breaks_ties_by_position() {
+        // harness.md#victims: candidates 4, 9, 12 score 0.5, 0.25, 0.25; 9 goes.
+        let kept = [4u32, 9, 12, 13];
+        let scores = [0.5, 0.25, 0.25, 0.0];
+        let s = rank(&kept, &scores, 3, 1);
+        assert_eq!(s.victims, vec![1]);
+        assert_eq!(s.cut, vec![(1, 0.25), (2, 0.25), (0, 0.5)]);
+    }
+}

@@ -1,0 +1,44 @@
+#!/bin/bash
+# Builds and tests each bundled port, then runs it through the conformance
+# runner against every vector with its expectation file. Prints one line per
+# check, "NAME: N passed, M failed", for tools/test_summary.py.
+#
+#   tools/test_ports.sh          (after `bazel build //conformance:runner`)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+repo="$(pwd)"
+[[ -d "$HOME/.cargo/bin" ]] && export PATH="$HOME/.cargo/bin:$PATH"
+runner="$(bazel info bazel-bin 2>/dev/null)/conformance/runner"
+status=0
+
+conformance() {  # name, port launcher, expectation file
+  local out code line
+  out="$("$runner" --vectors=vectors --port="$repo/$2" --expectations="$3" 2>&1)"
+  code=$?
+  echo "$out" | tail -25
+  line="$(echo "$out" | tail -1 | grep -oE '^[0-9]+ passed, [0-9]+ failed')"
+  if [[ -z "$line" ]]; then
+    echo "$1: 0 passed, 1 failed (no closing line; runner exit $code)"; status=1; return
+  fi
+  echo "$1: $line"
+  # The runner exits non-zero on any outcome its expectations do not list.
+  if [[ $code -ne 0 ]]; then
+    echo "$1-expectations: 0 passed, 1 failed (runner exit $code)"; status=1
+  fi
+}
+
+# Rust: cargo test, then the conformance run.
+if command -v cargo >/dev/null; then
+  (cd conformance/ports/rust && cargo build --release -q 2>&1 | tail -5)
+  unit="$(cd conformance/ports/rust && cargo test -q 2>&1)"
+  echo "$unit" | grep -E '^test result|error' | tail -5
+  passed=$(echo "$unit" | grep -oE '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
+  failed=$(echo "$unit" | grep -oE '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
+  if ! echo "$unit" | grep -q '^test result: ok'; then failed=$((failed + 1)); status=1; fi
+  echo "rust-unit: $passed passed, $failed failed"
+  conformance rust-conformance conformance/ports/rust/port.sh \
+    conformance/ports/rust/rust.expectations
+else
+  echo "rust-unit: 0 passed, 1 failed (cargo not found)"; status=1
+fi
+exit $status
