@@ -37,8 +37,13 @@ class TraceParams:
     noise: float = 0.3
 
 
+def _sign_clear(x: float) -> bool:
+    return math.copysign(1.0, x) > 0.0
+
+
 def _finite_nonneg(x: float) -> bool:
-    return math.isfinite(x) and x >= 0.0
+    """finite and >= +0.0: -0.0 is refused (spec/trace.md#parameters)."""
+    return math.isfinite(x) and x >= 0.0 and _sign_clear(x)
 
 
 def params_from_proto(tc) -> TraceParams:
@@ -70,7 +75,7 @@ def validate(p: TraceParams) -> None:
         ("epoch_length", 1 <= p.epoch_length <= 2 ** 31, "must be in [1, 2147483648]"),
         ("background_mass", math.isfinite(p.background_mass) and p.background_mass > 0.0,
          "must be finite and > 0"),
-        ("noise", 0.0 <= p.noise <= 1.0, "must be in [0, 1]"),
+        ("noise", 0.0 <= p.noise <= 1.0 and _sign_clear(p.noise), "must be in [+0.0, 1]"),
     ]
     for name, ok, rule in checks:
         if not ok:
