@@ -41,4 +41,18 @@ if command -v cargo >/dev/null; then
 else
   echo "rust-unit: 0 passed, 1 failed (cargo not found)"; status=1
 fi
+# Python: pytest (long vectors included), then the conformance run.
+venv=conformance/ports/python/.venv
+if [[ -x "$venv/bin/python" ]]; then
+  unit="$(cd conformance/ports/python && KVSPEC_LONG=1 .venv/bin/python -m pytest -q 2>&1)"
+  echo "$unit" | tail -3
+  passed=$(echo "$unit" | tail -1 | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+' || echo 0)
+  failed=$(echo "$unit" | tail -1 | grep -oE '[0-9]+ (failed|error)' | grep -oE '[0-9]+' | awk '{s+=$1} END {print s+0}')
+  if ! echo "$unit" | tail -1 | grep -qE '^[0-9]+ passed'; then failed=$((failed + 1)); status=1; fi
+  echo "python-unit: ${passed:-0} passed, $failed failed"
+  conformance python-conformance conformance/ports/python/port.sh \
+    conformance/ports/python/python.expectations
+else
+  echo "python-unit: 0 passed, 1 failed (no $venv: run tools/setup.sh)"; status=1
+fi
 exit $status

@@ -110,7 +110,9 @@ class TraceGenerator:
             acc = acc + d
             self.norms.append(acc)
             d = d * p.recent_decay
-        self.sal: List[float] = []  # salience(0 .. t-1)
+        # salience of the positions asked for at the previous step: memory
+        # follows the kept set, not the run's length (spec/trace.md#streaming).
+        self.sal_cache: Dict[int, float] = {}
         self.z = 0.0  # Z_t, summed from position 0 up
         self.t = -1
         self.epoch: Optional[int] = None
@@ -123,9 +125,7 @@ class TraceGenerator:
         if t != self.t + 1:
             raise ValueError("steps must be generated in order")
         if t > 0:
-            s = salience(p.seed, t - 1)
-            self.sal.append(s)
-            self.z = self.z + s
+            self.z = self.z + salience(p.seed, t - 1)
         self.t = t
         # Sinks.
         self.s = min(p.sinks, t)
@@ -171,7 +171,10 @@ class TraceGenerator:
             return []
         p = self.p
         t = self.t
-        sal = self.sal
+        old = self.sal_cache
+        seed = p.seed
+        sal = {q: old[q] if q in old else salience(seed, q) for q in positions}
+        self.sal_cache = sal
         z = self.z
         bm = p.background_mass
         h = self.noise_hash
