@@ -320,7 +320,9 @@ absl::StatusOr<RunReport> RunConformance(const vectors::VectorSet& set,
   Session session(options);
   if (absl::Status status = session.Start(&report.hello); !status.ok()) return status;
   int failures_in_a_row = 0;
+  int failures = 0;
   bool abandoned = false;
+  bool stopped = false;
   for (size_t i = 0; i < mine.size(); ++i) {
     const vectors::LoadedCase& loaded = *mine[i];
     CaseReport case_report;
@@ -332,6 +334,10 @@ absl::StatusOr<RunReport> RunConformance(const vectors::VectorSet& set,
       case_report.outcome = Outcome::kNotRun;
       case_report.detail = absl::StrFormat(
           "the port was abandoned after %d failures in a row", options.max_restarts);
+    } else if (stopped) {
+      case_report.outcome = Outcome::kNotRun;
+      case_report.detail = absl::StrFormat(
+          "stopped after %d failures (--stop_after_failures)", failures);
     } else if (std::find(supported.begin(), supported.end(), case_report.policy) ==
                    supported.end() &&
                IsRegistered(case_report.policy)) {
@@ -353,6 +359,14 @@ absl::StatusOr<RunReport> RunConformance(const vectors::VectorSet& set,
       failures_in_a_row = 0;
     }
     case_report.seconds = Seconds(start);
+    if (case_report.outcome != Outcome::kPass &&
+        case_report.outcome != Outcome::kSkipped &&
+        case_report.outcome != Outcome::kNotRun) {
+      ++failures;
+      if (options.stop_after_failures > 0 && failures >= options.stop_after_failures) {
+        stopped = true;
+      }
+    }
     report.cases.push_back(std::move(case_report));
     if (options.progress) options.progress(i + 1, mine.size());
   }

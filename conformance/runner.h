@@ -52,6 +52,9 @@ struct RunnerOptions {
   // selected list runs when i % shard_total == shard_index.
   int shard_total = 1;
   int shard_index = 0;
+  // Stop after this many cases that did not pass (0: never); the rest are
+  // reported as not run. For mutant runs, where one failure is the answer.
+  int stop_after_failures = 0;
   // Called after each case (progress reports).
   std::function<void(size_t done, size_t total)> progress;
 };

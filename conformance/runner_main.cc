@@ -42,6 +42,9 @@ ABSL_FLAG(int, max_restarts, 3,
 ABSL_FLAG(uint64_t, max_frame_bytes, uint64_t{64} << 20,
           "Largest frame the runner accepts from the port; checked before "
           "anything is allocated.");
+ABSL_FLAG(int, stop_after_failures, 0,
+          "Stop after this many cases that did not pass (0: run everything); "
+          "the rest are reported as not run.");
 ABSL_FLAG(std::string, junit, "", "Also write a JUnit XML report to this file.");
 ABSL_FLAG(std::string, json, "", "Also write a JSON summary to this file.");
 ABSL_FLAG(std::string, dump, "",
@@ -111,6 +114,7 @@ int Main() {
   options.max_frame_bytes = absl::GetFlag(FLAGS_max_frame_bytes);
   options.case_pattern = absl::GetFlag(FLAGS_case);
   options.policy = absl::GetFlag(FLAGS_policy);
+  options.stop_after_failures = absl::GetFlag(FLAGS_stop_after_failures);
   options.shard_total = std::max(1, EnvInt("TEST_TOTAL_SHARDS", 1));
   options.shard_index = EnvInt("TEST_SHARD_INDEX", 0);
   if (const char* status_file = std::getenv("TEST_SHARD_STATUS_FILE")) {

@@ -52,6 +52,21 @@ if [[ -x "$venv/bin/python" ]]; then
   echo "python-unit: ${passed:-0} passed, $failed failed"
   conformance python-conformance conformance/ports/python/port.sh \
     conformance/ports/python/python.expectations
+  # Mutants: each breaks one spec rule; the vectors must catch every one with
+  # a wrong answer (mismatch, wrong accept, wrong reject), not a crash.
+  caught=0; missed=0
+  while IFS=$'\t' read -r name policies rule; do
+    out="$("$runner" --vectors=vectors --stop_after_failures=1 \
+      --port="$repo/$venv/bin/python $repo/conformance/ports/python/mutants/run_mutant.py $name" 2>&1)"
+    first="$(echo "$out" | grep -oE '^[a-z0-9/.-]+: (mismatch|wrong accept|wrong reject)$' | head -1)"
+    if [[ -n "$first" ]]; then
+      caught=$((caught + 1)); echo "mutant $name ($rule): caught by $first"
+    else
+      missed=$((missed + 1)); status=1
+      echo "mutant $name ($rule): NOT caught: $(echo "$out" | grep -E ': (error|crash|timeout|protocol error)$' | head -1)"
+    fi
+  done < <("$venv/bin/python" conformance/ports/python/mutants/run_mutant.py --list)
+  echo "python-mutants: $caught passed, $missed failed"
 else
   echo "python-unit: 0 passed, 1 failed (no $venv: run tools/setup.sh)"; status=1
 fi

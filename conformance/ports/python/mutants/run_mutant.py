@@ -1,0 +1,265 @@
+"""Starts the Python port's testee with exactly one spec rule broken.
+
+    python3 run_mutant.py NAME        # a testee, for the conformance runner
+    python3 run_mutant.py --list      # NAME, the policies it touches, the rule
+
+Each mutant monkeypatches one piece of kvspec_port and nothing else. The
+test (tools/test_ports.sh) runs the conformance runner against every mutant
+and fails if the vectors do not catch one: a mutant that passes means the
+vectors miss a rule.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from kvspec_port import harness, trace  # noqa: E402
+from kvspec_port.policies import base, random as random_mod, snapkv, streamingllm  # noqa: E402
+
+MUTANTS = {}
+
+
+def mutant(name, policies, rule):
+    def register(patch):
+        MUTANTS[name] = (policies, rule, patch)
+        return patch
+    return register
+
+
+def _score_evict(order_key, sort_victims=True, recent_delta=0):
+    """ScorePolicy.evict with the ranking key, the victim order or the
+    recent window changed."""
+    def evict(self):
+        n = len(self.kept)
+        k = n - self.budget
+        if k <= 0:
+            return [], []
+        scores = self.scores()
+        kept = self.kept
+        recent = max(0, self.params["recent_window"] + recent_delta)
+        m = n - recent
+        ranked = sorted(range(m), key=lambda i: order_key(scores[i], kept[i]))
+        ranked = ranked[: min(m, k + 4)]
+        victim_slots = ranked[:k]
+        cut = [(kept[i], scores[i]) for i in ranked]
+        keep = [True] * n
+        for i in victim_slots:
+            keep[i] = False
+        victims = [kept[i] for i in victim_slots]
+        if sort_victims:
+            victims.sort()
+        self.kept = [p for p, kp in zip(kept, keep) if kp]
+        self.remove_slots(keep)
+        return victims, cut
+    return evict
+
+
+@mutant("ties-evict-higher", "h2o,tova,snapkv", "harness.md#victims: equal scores evict the higher position")
+def _():
+    base.ScorePolicy.evict = _score_evict(lambda s, p: (s, -p))
+
+
+@mutant("victims-unsorted", "h2o,tova,snapkv", "harness.md#victims: victims reported in rank order")
+def _():
+    base.ScorePolicy.evict = _score_evict(lambda s, p: (s, p), sort_victims=False)
+
+
+@mutant("recent-window-one-short", "h2o,tova,snapkv", "harness.md#protected-positions: the window one too short")
+def _():
+    base.ScorePolicy.evict = _score_evict(lambda s, p: (s, p), recent_delta=-1)
+
+
+@mutant("snapkv-time-order-sum", "snapkv", "snapkv.md#window-sums: the ring summed oldest first")
+def _():
+    original = snapkv.SnapKvPolicy.window_sums
+
+    def window_sums(self):
+        if self.columns is None:
+            return original(self)
+        n = len(self.kept)
+        sums = [0.0] * n
+        for j in range(self.obs):  # oldest first: from the cursor round
+            col = self.columns[(self.cursor + j) % self.obs]
+            sums = [a + b for a, b in zip(sums, col)]
+        return sums
+    snapkv.SnapKvPolicy.window_sums = window_sums
+
+
+@mutant("binary32-sums", "h2o,snapkv", "arithmetic.md#widths: sums accumulated in binary32")
+def _():
+    from kvspec_port.policies import h2o
+    from kvspec_port.f32 import f32
+
+    def record(self, attention):
+        self.cumulative = [f32(a + w) for a, w in zip(self.cumulative, attention)]
+    h2o.H2oPolicy.record = record
+    original = snapkv.SnapKvPolicy.window_sums
+
+    def window_sums(self):
+        if self.columns is None:
+            return original(self)
+        sums = [0.0] * len(self.kept)
+        for col in self.columns:
+            sums = [f32(a + b) for a, b in zip(sums, col)]
+        return sums
+    snapkv.SnapKvPolicy.window_sums = window_sums
+
+
+@mutant("pooling-wraps", "snapkv", "snapkv.md#pooling: pooling wraps around the ends")
+def _():
+    def scores(self):
+        sums = self.window_sums()
+        n, r = len(sums), self.r
+        return [max(sums[(i + d) % n] for d in range(-r, r + 1)) for i in range(n)]
+    snapkv.SnapKvPolicy.scores = scores
+
+
+@mutant("null-advances-ring", "snapkv", "harness.md#null-attention: a null step moves the ring's cursor")
+def _():
+    original = base.Policy.step_unchecked
+
+    def step_unchecked(self, first, count, attention):
+        if attention is None and isinstance(self, snapkv.SnapKvPolicy):
+            if self.columns is None and self.pending[self.cursor] is None:
+                self.pending[self.cursor] = {}  # the skipped index reads +0.0
+            if self.columns is None and self.recorded >= self.obs:
+                kept = self.kept
+                self.columns = [[c.get(p, 0.0) for p in kept] for c in self.pending]
+                self.pending = None
+            self.cursor = (self.cursor + 1) % self.obs
+            self.recorded += 1
+        return original(self, first, count, attention)
+    base.Policy.step_unchecked = step_unchecked
+
+
+@mutant("empty-row-is-null", "snapkv", "harness.md#null-attention: a present empty row treated as null")
+def _():
+    original = base.Policy.step_unchecked
+
+    def step_unchecked(self, first, count, attention):
+        if attention is not None and len(attention) == 0:
+            attention = None
+        return original(self, first, count, attention)
+    base.Policy.step_unchecked = step_unchecked
+
+
+@mutant("fused-multiply-add", "", "arithmetic.md#operations: the trace's noise factor fused")
+def _():
+    original = trace.f32_list
+    state = {"calls": 0}
+
+    # In TraceGenerator.weights the third f32_list call rounds the products
+    # noise * jit; skipping it fuses the product into the following add.
+    def weights(self, positions):
+        state["calls"] = 0
+
+        def f32_list_fused(xs):
+            state["calls"] += 1
+            if state["calls"] == 3:  # the products: leave them unrounded
+                return list(xs)
+            return original(xs)
+        trace.f32_list = f32_list_fused
+        try:
+            return original_weights(self, positions)
+        finally:
+            trace.f32_list = original
+    original_weights = trace.TraceGenerator.weights
+    trace.TraceGenerator.weights = weights
+
+
+@mutant("draws-descending", "random", "random.md#draws: draws index the candidates in descending order")
+def _():
+    def evict(self):
+        kept = self.kept
+        n = len(kept)
+        k = n - self.budget
+        if k <= 0:
+            return [], []
+        remaining = list(range(n - self.params["recent_window"]))[::-1]
+        drawn = [remaining.pop(self.rng.uniform(len(remaining))) for _ in range(k)]
+        gone = set(drawn)
+        self.kept = [p for i, p in enumerate(kept) if i not in gone]
+        return sorted(kept[i] for i in drawn), []
+    random_mod.RandomPolicy.evict = evict
+
+
+@mutant("one-sink-too-few", "streamingllm", "streamingllm.md: sinks - 1 positions kept for good")
+def _():
+    original = streamingllm.StreamingLlmPolicy.evict
+
+    def evict(self):
+        saved = self.params["sinks"]
+        self.params["sinks"] = max(0, saved - 1)
+        try:
+            return original(self)
+        finally:
+            self.params["sinks"] = saved
+    streamingllm.StreamingLlmPolicy.evict = evict
+
+
+@mutant("seed-pytorch-cache", "streamingllm", "streamingllm.md#chunked-admission: chunks as the seed's PyTorch cache")
+def _():
+    def evict(self):
+        s = self.params["sinks"]
+        w = self.budget - s
+        cap = s + w
+        if not hasattr(self, "slots"):
+            self.slots, self.current, self.seen = [None] * cap, 0, 0
+        admitted = self.kept[self.seen_len:] if hasattr(self, "seen_len") else self.kept
+        n = len(admitted)
+        if self.current + n <= cap:
+            self.slots[self.current:self.current + n] = admitted
+            active = self.current + n
+        else:
+            keep = w - n
+            if keep > 0:
+                self.slots[s:s + keep] = self.slots[s + n:cap]
+            start = s + max(0, keep)
+            self.slots[start:cap] = admitted[-min(n, w):][: cap - start]
+            active = cap
+        self.current = min(self.current + n, cap)
+        before = list(self.kept)
+        now = sorted(p for p in self.slots[:active] if p is not None)
+        self.kept = now
+        self.seen_len = len(now)
+        return sorted(set(before) - set(now)), []
+    streamingllm.StreamingLlmPolicy.evict = evict
+
+
+@mutant("nan-at-evicted-position-accepted", "", "harness.md#refusals: only the kept weights are checked")
+def _():
+    from kvspec_port.errors import ATTENTION_LENGTH, Refusal
+
+    def run_steps(policy, steps, log):
+        first = 0
+        for index, (admit, row) in enumerate(steps):
+            try:
+                attention = None
+                if row is not None:
+                    if len(row) != first:
+                        raise Refusal(ATTENTION_LENGTH, f"step {index}: row length")
+                    attention = [row[p] for p in policy.kept]
+                # Policy.step checks only the gathered (kept) weights.
+                log.steps.append(policy.step(first, admit, attention))
+            except Refusal as r:
+                log.rejection = (r.category, index, r.message)
+                return
+            first += admit
+    harness.run_steps = run_steps
+
+
+def main():
+    if sys.argv[1:] == ["--list"]:
+        for name, (policies, rule, _) in MUTANTS.items():
+            print(f"{name}\t{policies or 'all'}\t{rule}")
+        return 0
+    if len(sys.argv) != 2 or sys.argv[1] not in MUTANTS:
+        print(f"usage: run_mutant.py NAME | --list; names: {', '.join(MUTANTS)}", file=sys.stderr)
+        return 2
+    MUTANTS[sys.argv[1]][2]()
+    from kvspec_port import testee
+    return testee.main()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
