@@ -228,7 +228,9 @@ class Session {
                       absl::StrFormat("no reply within %g s", options_.timeout_seconds));
       case PortProcess::Received::kTooLarge:
         return Broken(report, Outcome::kProtocolError,
-                      absl::StrFormat("a frame declared %d bytes, over the cap of %d",
+                      absl::StrFormat("a frame declared %d bytes, over the cap of %d "
+                                      "(an oversized reply, garbage, or bytes "
+                                      "written out of turn)",
                                       port_->declared_length(),
                                       options_.max_frame_bytes));
     }

@@ -38,7 +38,8 @@ RunnerOptions Fake(const std::string& mode, const std::string& on_case = kTarget
   options.port_command =
       Binary("fake_port") + " --mode=" + mode + " --on_case='" + on_case + "'";
   options.case_pattern = cases;
-  options.timeout_seconds = 2.0;
+  // Generous: a loaded machine must not turn a slow reply into a timeout.
+  options.timeout_seconds = 30.0;
   return options;
 }
 
@@ -83,7 +84,9 @@ TEST(Runner, AnExitIsACrashWithItsStatus) {
 }
 
 TEST(Runner, AHangIsATimeout) {
-  const Summary s = RunCases(Fake("hang"));
+  RunnerOptions options = Fake("hang");
+  options.timeout_seconds = 2.0;
+  const Summary s = RunCases(options);
   EXPECT_EQ(s.outcomes, (Outcomes{"pass", "timeout", "pass", "pass"}));
   EXPECT_NE(s.detail.find("no reply within 2 s"), std::string::npos) << s.detail;
 }
@@ -121,7 +124,13 @@ TEST(Runner, StdoutOutOfTurnIsCaughtBeforeTheNextCase) {
   ASSERT_EQ(report->cases.size(), 4u);
   EXPECT_EQ(report->cases[1].outcome, Outcome::kPass);  // its reply was fine
   EXPECT_EQ(report->cases[2].outcome, Outcome::kProtocolError);
-  EXPECT_NE(report->cases[2].detail.find("out of turn"), std::string::npos);
+  // The stray bytes are seen before the next request when they have already
+  // arrived, and otherwise at the head of the next reply (where their first
+  // four bytes read as a huge length); which one depends on timing.
+  const std::string& detail = report->cases[2].detail;
+  EXPECT_TRUE(detail.find("out of turn") != std::string::npos ||
+              detail.find("over the cap") != std::string::npos)
+      << detail;
   EXPECT_EQ(report->cases[3].outcome, Outcome::kPass);
 }
 
