@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "absl/strings/str_format.h"
@@ -10,6 +11,18 @@
 #include "cc/text.h"
 
 namespace kvspec {
+
+bool AllWeightsValid(absl::Span<const float> weights) {
+  // spec/harness.md#attention-weights: finite (exponent not all ones) and
+  // sign bit clear. Any bad weight sets a bit of `bad`.
+  uint32_t bad = 0;
+  for (float weight : weights) {
+    uint32_t bits;
+    std::memcpy(&bits, &weight, sizeof(bits));
+    bad |= (bits & 0x80000000u) | ((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  return bad == 0;
+}
 
 absl::Status WeightError(float weight, int64_t step, size_t index,
                          Position position) {

@@ -137,6 +137,18 @@ TEST(EraseSlots, RemovesListedSlotsAndKeepsOrder) {
   EXPECT_EQ(values, (std::vector<int>{11, 14, 15}));
   EraseSlots(values, std::vector<size_t>{2});
   EXPECT_EQ(values, (std::vector<int>{11, 14}));
+  EraseSlots(values, std::vector<size_t>{0, 1});
+  EXPECT_TRUE(values.empty());
+}
+
+TEST(AllWeightsValid, FlagsEveryKindOfBadWeight) {
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_TRUE(AllWeightsValid({}));
+  EXPECT_TRUE(AllWeightsValid(std::vector<float>{0.0f, 1.0f, 3.4e38f, 1e-45f}));
+  EXPECT_FALSE(AllWeightsValid(std::vector<float>{1.0f, std::nanf("")}));
+  EXPECT_FALSE(AllWeightsValid(std::vector<float>{inf, 1.0f}));
+  EXPECT_FALSE(AllWeightsValid(std::vector<float>{1.0f, -0.0f}));
+  EXPECT_FALSE(AllWeightsValid(std::vector<float>{-1e-45f}));
 }
 
 }  // namespace

@@ -21,21 +21,39 @@ namespace policies {
 // every kept position but the recent window. Scores are compared as numbers
 // (binary32 scores widen exactly to binary64); none is NaN.
 // Requires: count <= candidate_end <= scores.size() == kept.size().
-// O(candidate_end) on average (selection), plus O(count log count).
+// O(candidate_end) on average (selection), plus O(count log count); one
+// pass when count is 1.
 template <typename Score>
 std::vector<size_t> LowestRanked(absl::Span<const Score> scores,
                                  absl::Span<const Position> kept,
                                  size_t candidate_end, size_t count) {
   assert(count <= candidate_end && candidate_end <= scores.size() &&
          scores.size() == kept.size());
-  std::vector<size_t> slots(candidate_end);
-  std::iota(slots.begin(), slots.end(), size_t{0});
   // A total order (positions are distinct), so the set of the first `count`
   // is unique whatever the selection algorithm does with equal elements.
   const auto ranks_lower = [&](size_t a, size_t b) {
     if (scores[a] != scores[b]) return scores[a] < scores[b];
     return kept[a] < kept[b];
   };
+  // One victim (every decode step): the lowest-ranked candidate, in one
+  // pass. Kept order is ascending position, so among equal scores the
+  // first slot has the lowest position, and a strict `<` keeps it: the same
+  // rule as `ranks_lower`, with the best score held in a local.
+  if (count == 1) {
+    size_t lowest = 0;
+    Score best = scores[0];
+    for (size_t slot = 1; slot < candidate_end; ++slot) {
+      if (scores[slot] < best) {
+        best = scores[slot];
+        lowest = slot;
+      }
+    }
+    assert(std::none_of(scores.begin(), scores.begin() + candidate_end,
+                        [&](const Score& s) { return s < best; }));
+    return {lowest};
+  }
+  std::vector<size_t> slots(candidate_end);
+  std::iota(slots.begin(), slots.end(), size_t{0});
   if (count < slots.size()) {
     std::nth_element(slots.begin(), slots.begin() + count, slots.end(),
                      ranks_lower);

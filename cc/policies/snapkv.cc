@@ -1,7 +1,7 @@
 // snapkv: SnapKV (Li et al., 2024), adapted to decode-time eviction. Each kept
 // slot holds a ring of the last `obs_window` recorded attention weights
-// (binary32). At each eviction the ring is summed afresh, in ring-index order
-// 0 upward, into a binary64 window sum; the sums are max-pooled over adjacent
+// (binary32), stored as one row per ring index. At each eviction every ring is
+// summed afresh, in ring-index order 0 upward, into a binary64 window sum; the sums are max-pooled over adjacent
 // kept slots with an odd kernel, clamped at both ends; the lowest pooled
 // scores outside the recent window go; equal pooled scores evict the lower
 // position. Null attention writes nothing and does not advance the ring.
@@ -27,7 +27,8 @@ class SnapKvPolicy final : public Policy {
       : budget_(budget),
         recent_window_(recent_window),
         obs_window_(obs_window),
-        radius_((pool_kernel - 1) / 2) {}
+        radius_((pool_kernel - 1) / 2),
+        history_(obs_window) {}
   absl::string_view name() const override { return "snapkv"; }
 
  protected:
@@ -35,15 +36,13 @@ class SnapKvPolicy final : public Policy {
   // the shared cursor moves on. Only recorded steps get here (null
   // attention is inert: spec/harness.md#null-attention).
   void Record(absl::Span<const float> attention) override {
-    for (size_t slot = 0; slot < attention.size(); ++slot) {
-      history_[slot * obs_window_ + cursor_] = attention[slot];
-    }
+    std::copy(attention.begin(), attention.end(), history_[cursor_].begin());
     cursor_ = (cursor_ + 1) % obs_window_;
   }
 
   // spec/harness.md#unobserved-positions: a new slot's ring is all +0.0.
   void Admit(Position) override {
-    history_.resize(history_.size() + obs_window_, 0.0f);
+    for (std::vector<float>& row : history_) row.push_back(0.0f);
     window_sums_.push_back(0.0);
     pooled_.push_back(0.0);
   }
@@ -52,13 +51,14 @@ class SnapKvPolicy final : public Policy {
     const size_t kept_count = kept().size();
     const size_t excess = Excess(kept_count, budget_);
     if (excess == 0) return {};
-    // snapkv.md#window-sums: recomputed from the ring, index 0 upward.
-    for (size_t slot = 0; slot < kept_count; ++slot) {
-      double sum = 0.0;
-      for (size_t i = 0; i < obs_window_; ++i) {
-        sum += static_cast<double>(history_[slot * obs_window_ + i]);
+    // snapkv.md#window-sums: recomputed from the ring, each slot's sum
+    // starting at +0.0 and adding ring index 0, then 1, ... (row by row, so
+    // every slot's additions happen in that order).
+    std::fill(window_sums_.begin(), window_sums_.end(), 0.0);
+    for (const std::vector<float>& row : history_) {
+      for (size_t slot = 0; slot < kept_count; ++slot) {
+        window_sums_[slot] += static_cast<double>(row[slot]);
       }
-      window_sums_[slot] = sum;
     }
     // snapkv.md#pooling: max over slots [slot - r, slot + r], clamped to
     // [0, kept_count - 1]. Every kept slot is a neighbour, protected or not.
@@ -76,28 +76,13 @@ class SnapKvPolicy final : public Policy {
   }
 
   void Forget(absl::Span<const size_t> slots) override {
-    // Remove whole rings, keeping the others in kept order.
-    size_t write = 0;
-    size_t next = 0;
-    const size_t rows = history_.size() / obs_window_;
-    for (size_t row = 0; row < rows; ++row) {
-      if (next < slots.size() && slots[next] == row) {
-        ++next;
-        continue;
-      }
-      if (write != row) {
-        std::copy_n(history_.begin() + row * obs_window_, obs_window_,
-                    history_.begin() + write * obs_window_);
-      }
-      ++write;
-    }
-    history_.resize(write * obs_window_);
+    for (std::vector<float>& row : history_) EraseSlots(row, slots);
     EraseSlots(window_sums_, slots);
     EraseSlots(pooled_, slots);
   }
 
   size_t PolicyStateBytes() const override {
-    return history_.size() * sizeof(float) +
+    return history_.size() * kept().size() * sizeof(float) +
            window_sums_.size() * sizeof(double) +
            pooled_.size() * sizeof(double);
   }
@@ -116,8 +101,9 @@ class SnapKvPolicy final : public Policy {
   const size_t radius_;  // (pool_kernel - 1) / 2
   // Ring index the next recorded step writes, shared by every slot.
   size_t cursor_ = 0;
-  // kept.size() rings of obs_window_ weights, slot-major.
-  std::vector<float> history_;
+  // The rings, by ring index: history_[i][slot] is ring index i of kept
+  // slot `slot`; obs_window_ rows of kept().size() weights.
+  std::vector<std::vector<float>> history_;
   // Per slot, as computed at the latest eviction (kept for the eviction log
   // and the tie audit; stale between evictions).
   std::vector<double> window_sums_;

@@ -4,6 +4,7 @@
 // equal scores evict the lower position.
 //
 // Spec: spec/policies/tova.md
+#include <algorithm>
 #include <memory>
 
 #include "cc/errors.h"
@@ -24,9 +25,7 @@ class TovaPolicy final : public Policy {
  protected:
   // tova.md#how-it-works: overwrite; earlier weights are forgotten.
   void Record(absl::Span<const float> attention) override {
-    for (size_t slot = 0; slot < attention.size(); ++slot) {
-      latest_[slot] = attention[slot];
-    }
+    std::copy(attention.begin(), attention.end(), latest_.begin());
   }
 
   // spec/harness.md#unobserved-positions.
