@@ -13,15 +13,17 @@
 namespace kvspec {
 
 bool AllWeightsValid(absl::Span<const float> weights) {
-  // spec/harness.md#attention-weights: finite (exponent not all ones) and
-  // sign bit clear. Any bad weight sets a bit of `bad`.
-  uint32_t bad = 0;
+  // spec/harness.md#attention-weights: finite with the sign bit clear. As
+  // unsigned integers, exactly those bit patterns lie below +infinity's
+  // (0x7f800000): negative values and -0.0 have the top bit set, and
+  // infinities and NaNs have every exponent bit set.
+  size_t invalid = 0;
   for (float weight : weights) {
     uint32_t bits;
     std::memcpy(&bits, &weight, sizeof(bits));
-    bad |= (bits & 0x80000000u) | ((bits & 0x7f800000u) == 0x7f800000u);
+    invalid += bits >= 0x7f800000u;
   }
-  return bad == 0;
+  return invalid == 0;
 }
 
 absl::Status WeightError(float weight, int64_t step, size_t index,

@@ -16,13 +16,32 @@
 namespace kvspec {
 namespace policies {
 
+// The first slot holding the least score among slots [0, end), end >= 1.
+// Kept order is ascending position, so among equal scores the first slot
+// has the lowest position: this is the lowest-ranked candidate of
+// spec/harness.md#victims. One pass; a strict `<` keeps the first of equal
+// scores.
+template <typename Score>
+size_t FirstLowest(absl::Span<const Score> scores, size_t end) {
+  assert(end >= 1 && end <= scores.size());
+  size_t lowest = 0;
+  Score best = scores[0];
+  for (size_t slot = 1; slot < end; ++slot) {
+    if (scores[slot] < best) {
+      best = scores[slot];
+      lowest = slot;
+    }
+  }
+  return lowest;
+}
+
 // The `count` candidates that rank lowest by (score, position), as slot
 // indices in ascending order. The candidates are slots [0, candidate_end):
 // every kept position but the recent window. Scores are compared as numbers
 // (binary32 scores widen exactly to binary64); none is NaN.
 // Requires: count <= candidate_end <= scores.size() == kept.size().
 // O(candidate_end) on average (selection), plus O(count log count); one
-// pass when count is 1.
+// pass (FirstLowest) when count is 1.
 template <typename Score>
 std::vector<size_t> LowestRanked(absl::Span<const Score> scores,
                                  absl::Span<const Position> kept,
@@ -36,20 +55,14 @@ std::vector<size_t> LowestRanked(absl::Span<const Score> scores,
     return kept[a] < kept[b];
   };
   // One victim (every decode step): the lowest-ranked candidate, in one
-  // pass. Kept order is ascending position, so among equal scores the
-  // first slot has the lowest position, and a strict `<` keeps it: the same
-  // rule as `ranks_lower`, with the best score held in a local.
+  // pass.
   if (count == 1) {
-    size_t lowest = 0;
-    Score best = scores[0];
-    for (size_t slot = 1; slot < candidate_end; ++slot) {
-      if (scores[slot] < best) {
-        best = scores[slot];
-        lowest = slot;
-      }
-    }
+    const size_t lowest = FirstLowest(scores, candidate_end);
     assert(std::none_of(scores.begin(), scores.begin() + candidate_end,
-                        [&](const Score& s) { return s < best; }));
+                        [&](const Score& s) { return s < scores[lowest]; }));
+    assert(std::find(scores.begin(), scores.end(), scores[lowest]) -
+               scores.begin() ==
+           static_cast<ptrdiff_t>(lowest));
     return {lowest};
   }
   std::vector<size_t> slots(candidate_end);

@@ -51,14 +51,13 @@ class SnapKvPolicy final : public Policy {
     const size_t kept_count = kept().size();
     const size_t excess = Excess(kept_count, budget_);
     if (excess == 0) return {};
-    // snapkv.md#window-sums: recomputed from the ring, each slot's sum
-    // starting at +0.0 and adding ring index 0, then 1, ... (row by row, so
-    // every slot's additions happen in that order).
-    std::fill(window_sums_.begin(), window_sums_.end(), 0.0);
-    for (const std::vector<float>& row : history_) {
-      for (size_t slot = 0; slot < kept_count; ++slot) {
-        window_sums_[slot] += static_cast<double>(row[slot]);
+    // snapkv.md#window-sums: recomputed from the ring, index 0 upward.
+    for (size_t slot = 0; slot < kept_count; ++slot) {
+      double sum = 0.0;
+      for (const std::vector<float>& row : history_) {
+        sum += static_cast<double>(row[slot]);
       }
+      window_sums_[slot] = sum;
     }
     // snapkv.md#pooling: max over slots [slot - r, slot + r], clamped to
     // [0, kept_count - 1]. Every kept slot is a neighbour, protected or not.
