@@ -17,6 +17,7 @@ PACKAGES=(
   clang
   g++
   libabsl-dev
+  libbenchmark-dev
   libgtest-dev
   libprotobuf-dev
   pkg-config
