@@ -150,18 +150,19 @@ std::string FiguresMarkdown(const Figures& figures,
       "## Policies on the canonical trace (%s steps, measured from step %s)\n\n",
       WithCommas(figures.config.steps), WithCommas(figures.config.from));
   const bool timed = !speeds.empty();
-  out += "| policy | budget | mean retained mass | worst step | peak memory "
-         "(bytes) |";
+  out += "| policy | budget | mean retained mass | worst step | heavy hitters "
+         "kept | peak memory (bytes) |";
   out += timed ? " ns per step | baseline ns | ratio |\n" : "\n";
-  out += timed ? "| --- | --- | --- | --- | --- | --- | --- | --- |\n"
-               : "| --- | --- | --- | --- | --- |\n";
+  out += timed ? "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
+               : "| --- | --- | --- | --- | --- | --- |\n";
   for (const Run& run : figures.runs) {
     if (run.group != Group::kPolicies) continue;
     const Retention& r = run.retention;
-    out += absl::StrFormat("| %s | %s | %s | %s (step %s) | %s |", run.label,
+    out += absl::StrFormat("| %s | %s | %s | %s (step %s) | %s | %s |",
+                           run.label,
                            run.budget == 0 ? "none" : WithCommas(run.budget),
                            Fixed4(r.mean), Fixed4(r.worst),
-                           WithCommas(r.worst_step),
+                           WithCommas(r.worst_step), Fixed4(r.heavy_kept),
                            WithCommas(r.peak_memory_bytes));
     if (timed) {
       const Speed* speed = nullptr;
@@ -214,14 +215,15 @@ const Speed* SpeedOf(const std::vector<Speed>& speeds, const Run& run) {
 std::string Csv(const Figures& figures, const std::vector<Speed>& speeds) {
   std::string out =
       "group,policy,parameters,budget,mean_retained_mass,worst_retained_mass,"
-      "worst_step,peak_memory_bytes,ns_per_step,baseline_ns_per_step,ratio\n";
+      "worst_step,heavy_hitters_kept,peak_memory_bytes,ns_per_step,"
+      "baseline_ns_per_step,ratio\n";
   for (const Run& run : figures.runs) {
     const Speed* s = SpeedOf(speeds, run);
     out += absl::StrFormat(
-        "%s,%s,%s,%d,%.17g,%.17g,%d,%d,%s,%s,%s\n", GroupName(run.group),
-        run.policy.name, Params(run.policy), run.budget, run.retention.mean,
-        run.retention.worst, run.retention.worst_step,
-        run.retention.peak_memory_bytes,
+        "%s,%s,%s,%d,%.17g,%.17g,%d,%.17g,%d,%s,%s,%s\n",
+        GroupName(run.group), run.policy.name, Params(run.policy), run.budget,
+        run.retention.mean, run.retention.worst, run.retention.worst_step,
+        run.retention.heavy_kept, run.retention.peak_memory_bytes,
         s ? absl::StrFormat("%.1f", s->policy_ns) : "",
         s ? absl::StrFormat("%.1f", s->baseline_ns) : "",
         s ? absl::StrFormat("%.3f", s->ratio()) : "");
@@ -238,10 +240,10 @@ std::string Json(const Figures& figures, const std::vector<Speed>& speeds,
         "    {\"group\": \"%s\", \"policy\": \"%s\", \"parameters\": \"%s\", "
         "\"budget\": %d, \"mean_retained_mass\": %.17g, "
         "\"worst_retained_mass\": %.17g, \"worst_step\": %d, "
-        "\"peak_memory_bytes\": %d",
+        "\"heavy_hitters_kept\": %.17g, \"peak_memory_bytes\": %d",
         GroupName(run.group), run.policy.name, Params(run.policy), run.budget,
         run.retention.mean, run.retention.worst, run.retention.worst_step,
-        run.retention.peak_memory_bytes);
+        run.retention.heavy_kept, run.retention.peak_memory_bytes);
     if (s != nullptr) {
       line += absl::StrFormat(
           ", \"ns_per_step\": %.1f, \"baseline_ns_per_step\": %.1f, "

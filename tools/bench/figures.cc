@@ -146,7 +146,9 @@ std::string Header(const Figures& figures) {
       "block is stale): the canonical trace, %s steps; retained mass is the "
       "mean, over steps %s to %s, of the share of each step's full-cache row "
       "on the positions the policy kept ([measures.md](../measures.md)); "
-      "memory is the peak of the policy's own accounting.\n\n",
+      "heavy hitters kept is the mean share of the epoch's heavy hitters "
+      "(by multiplicity) among them; memory is the peak of the policy's own "
+      "accounting.\n\n",
       WithCommas(c.steps), WithCommas(c.from), WithCommas(c.steps - 1));
 }
 
@@ -155,24 +157,27 @@ std::string PolicyTable(const Figures& figures, const std::string& policy) {
   std::string out;
   if (policy == "full") {
     const Run* run = figures.Find(Group::kPolicies, "full", 0);
-    out += "| budget | mean retained mass | worst step | peak memory (bytes) |\n";
-    out += "| --- | --- | --- | --- |\n";
-    out += absl::StrFormat("| none | %s | %s | %s |\n",
+    out += "| budget | mean retained mass | worst step | heavy hitters kept "
+           "| peak memory (bytes) |\n";
+    out += "| --- | --- | --- | --- | --- |\n";
+    out += absl::StrFormat("| none | %s | %s | %s | %s |\n",
                            Fixed4(run->retention.mean), Worst(run->retention),
+                           Fixed4(run->retention.heavy_kept),
                            WithCommas(run->retention.peak_memory_bytes));
     return out;
   }
   out += absl::StrFormat(
-      "| budget | mean retained mass | worst step | peak memory (bytes) | "
-      "rank of %d | vs `window` | evicts alike |\n",
+      "| budget | mean retained mass | worst step | heavy hitters kept | "
+      "peak memory (bytes) | rank of %d | vs `window` | evicts alike |\n",
       bounded);
-  out += "| --- | --- | --- | --- | --- | --- | --- |\n";
+  out += "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (uint32_t budget : figures.config.budgets) {
     const Run* run = figures.Find(Group::kPolicies, policy, budget);
     const Run* window = figures.Find(Group::kPolicies, "window", budget);
     out += absl::StrFormat(
-        "| %s | %s | %s | %s | %d | %s | %s |\n", WithCommas(budget),
+        "| %s | %s | %s | %s | %s | %d | %s | %s |\n", WithCommas(budget),
         Fixed4(run->retention.mean), Worst(run->retention),
+        Fixed4(run->retention.heavy_kept),
         WithCommas(run->retention.peak_memory_bytes), Rank(figures, *run),
         policy == "window"
             ? std::string("")

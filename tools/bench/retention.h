@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -37,6 +38,11 @@ struct Retention {
   double worst = 1.0;
   uint32_t worst_step = 0;
   uint32_t measured_steps = 0;
+  // Mean, over the measured steps that have heavy hitters, of the share of
+  // their multiplicity on kept positions (spec/measures.md#heavy-hitters-kept);
+  // how many measured steps had heavy hitters.
+  double heavy_kept = 0.0;
+  uint32_t heavy_steps = 0;
   // Largest Policy::MemoryBytes() after any step.
   size_t peak_memory_bytes = 0;
   // Every step's victims, ascending within a step, steps in order, and how
@@ -55,6 +61,8 @@ struct Retention {
 //   bool Advance();              // next step; false after the last
 //   uint32_t step() const;       // the current step t
 //   float Weight(Position p) const;  // w(t, p), p < t
+//   const std::vector<std::pair<Position, uint32_t>>& heavy_hitters() const;
+//                                    // the step's, ascending, with multiplicity
 // row_sum(t) of spec/measures.md for every step of `rows`, index t.
 template <typename Rows>
 std::vector<double> RowSums(Rows& rows);
@@ -98,6 +106,7 @@ absl::StatusOr<Retention> MeasureRows(Policy& policy, Rows& rows,
   KVSPEC_RETURN_IF_ERROR(CheckMeasuredSteps(row_sums.size(), from));
   Retention result;
   double r_sum = 0.0;
+  double heavy_sum = 0.0;
   std::vector<float> gathered;
   while (rows.Advance()) {
     const uint32_t t = rows.step();
@@ -120,6 +129,20 @@ absl::StatusOr<Retention> MeasureRows(Policy& policy, Rows& rows,
         result.worst_step = t;
       }
       ++result.measured_steps;
+      // spec/measures.md#heavy-hitters-kept.
+      uint64_t kept_count = 0, all_count = 0;
+      for (const auto& [position, multiplicity] : rows.heavy_hitters()) {
+        all_count += multiplicity;
+        if (std::binary_search(policy.kept().begin(), policy.kept().end(),
+                               position)) {
+          kept_count += multiplicity;
+        }
+      }
+      if (all_count > 0) {
+        heavy_sum += static_cast<double>(kept_count) /
+                     static_cast<double>(all_count);
+        ++result.heavy_steps;
+      }
     }
     absl::StatusOr<std::vector<Position>> victims =
         policy.Step({t, 1, absl::MakeConstSpan(gathered)});
@@ -134,6 +157,9 @@ absl::StatusOr<Retention> MeasureRows(Policy& policy, Rows& rows,
     return absl::InvalidArgumentError("no measured step: from is past the rows");
   }
   result.mean = r_sum / static_cast<double>(result.measured_steps);
+  if (result.heavy_steps > 0) {
+    result.heavy_kept = heavy_sum / static_cast<double>(result.heavy_steps);
+  }
   return result;
 }
 

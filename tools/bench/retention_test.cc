@@ -15,8 +15,9 @@ namespace {
 // Steps 0 .. steps-1, w(t, p) given by a function.
 class HandRows {
  public:
-  HandRows(uint32_t steps, std::function<float(uint32_t, Position)> weight)
-      : steps_(steps), weight_(std::move(weight)) {}
+  HandRows(uint32_t steps, std::function<float(uint32_t, Position)> weight,
+           std::vector<std::pair<Position, uint32_t>> heavy = {})
+      : steps_(steps), weight_(std::move(weight)), heavy_(std::move(heavy)) {}
   bool Advance() {
     if (started_ && step_ + 1 >= steps_) return false;
     step_ = started_ ? step_ + 1 : 0;
@@ -25,10 +26,16 @@ class HandRows {
   }
   uint32_t step() const { return step_; }
   float Weight(Position p) const { return weight_(step_, p); }
+  // The same heavy hitters at every step from 1 on.
+  const std::vector<std::pair<Position, uint32_t>>& heavy_hitters() const {
+    return step_ == 0 ? none_ : heavy_;
+  }
 
  private:
   uint32_t steps_;
   std::function<float(uint32_t, Position)> weight_;
+  std::vector<std::pair<Position, uint32_t>> heavy_;
+  std::vector<std::pair<Position, uint32_t>> none_;
   bool started_ = false;
   uint32_t step_ = 0;
 };
@@ -39,12 +46,13 @@ std::unique_ptr<Policy> Make(const PolicyConfig& config) {
   return std::move(*policy);
 }
 
-absl::StatusOr<Retention> Measure(const PolicyConfig& config, uint32_t steps,
-                                  std::function<float(uint32_t, Position)> w,
-                                  uint32_t from) {
+absl::StatusOr<Retention> Measure(
+    const PolicyConfig& config, uint32_t steps,
+    std::function<float(uint32_t, Position)> w, uint32_t from,
+    std::vector<std::pair<Position, uint32_t>> heavy = {}) {
   HandRows for_sums(steps, w);
   const std::vector<double> sums = RowSums(for_sums);
-  HandRows rows(steps, w);
+  HandRows rows(steps, w, heavy);
   std::unique_ptr<Policy> policy = Make(config);
   return MeasureRows(*policy, rows, sums, from);
 }
@@ -118,6 +126,31 @@ TEST(MeasureRows, PeakMemoryIsTheLargestAfterAnyStep) {
   EXPECT_EQ(r->peak_memory_bytes, 2u * (4u + 8u));
 }
 
+// Heavy hitters 0 (multiplicity 2) and 2 (multiplicity 1), window of 2:
+// K_3 = {1, 2} holds 2, so 1 of 3; K_4 = {2, 3} holds 2, 1 of 3;
+// K_5 = {3, 4} holds neither, 0 of 3. Mean from step 3: (1/3 + 1/3 + 0) / 3.
+TEST(MeasureRows, HeavyHittersKeptCountMultiplicity) {
+  absl::StatusOr<Retention> r = Measure({"window", {{"budget", 2}}}, 6,
+                                        Uniform, 3, {{0, 2}, {2, 1}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->heavy_steps, 3u);
+  EXPECT_EQ(r->heavy_kept, (0.0 + 1.0 / 3.0 + 1.0 / 3.0 + 0.0 / 3.0) / 3.0);
+  // full keeps them all.
+  absl::StatusOr<Retention> full =
+      Measure({"full", {}}, 6, Uniform, 3, {{0, 2}, {2, 1}});
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_EQ(full->heavy_kept, 1.0);
+}
+
+// Steps without heavy hitters are left out of the heavy-hitter mean.
+TEST(MeasureRows, NoHeavyHittersNoHeavyFigure) {
+  absl::StatusOr<Retention> r =
+      Measure({"window", {{"budget", 2}}}, 5, Uniform, 1);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->heavy_steps, 0u);
+  EXPECT_EQ(r->heavy_kept, 0.0);
+}
+
 TEST(MeasureRows, RefusesMeasuredStepsOutsideTheRun) {
   absl::StatusOr<Retention> zero = Measure({"full", {}}, 4, Uniform, 0);
   EXPECT_EQ(zero.status().code(), absl::StatusCode::kInvalidArgument);
@@ -153,6 +186,9 @@ TEST(MeasureTrace, FullIsExactlyOneOnTheCanonicalTrace) {
   EXPECT_EQ(r->mean, 1.0);
   EXPECT_EQ(r->worst, 1.0);
   EXPECT_EQ(r->peak_memory_bytes, 600u * 4u);
+  // Heavy hitters exist from epoch 1 (step 512): 88 of the measured steps.
+  EXPECT_EQ(r->heavy_steps, 88u);
+  EXPECT_EQ(r->heavy_kept, 1.0);
 }
 
 TEST(MeasureTrace, RefusesABadTrace) {
