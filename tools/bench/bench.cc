@@ -303,8 +303,25 @@ int Main(const std::string& program) {
       return 2;
     }
   }
+  if (absl::GetFlag(FLAGS_repetitions) < 1) {
+    std::fprintf(stderr, "--repetitions must be at least 1, got %d\n",
+                 absl::GetFlag(FLAGS_repetitions));
+    return 2;
+  }
+  if (absl::GetFlag(FLAGS_stream_budget) < 1) {
+    std::fprintf(stderr, "--stream_budget must be at least 1, got 0\n");
+    return 2;
+  }
   const bool check = absl::GetFlag(FLAGS_check);
   const std::string root = Root();
+#ifndef NDEBUG
+  if (!check && (sections.count("speed") || sections.count("scale"))) {
+    std::fprintf(stderr,
+                 "warning: built without -c opt: the timings will be of "
+                 "unoptimized code and the streaming runs several times "
+                 "slower. Use `bazel run -c opt //tools:bench`.\n");
+  }
+#endif
 
   std::vector<Speed> speeds;
   std::vector<StreamRun> streams;
@@ -329,11 +346,6 @@ int Main(const std::string& program) {
     if (check) return stale == 0 ? 0 : 1;
   }
   if (sections.count("speed")) {
-#ifndef NDEBUG
-    std::fprintf(stderr,
-                 "warning: built without -c opt; the timings below are of "
-                 "unoptimized code. Use `bazel run -c opt //tools:bench`.\n");
-#endif
     absl::StatusOr<std::vector<Speed>> measured =
         MeasureSpeed(*figures, absl::GetFlag(FLAGS_repetitions));
     if (!measured.ok()) {
