@@ -178,11 +178,9 @@ std::string FiguresMarkdown(const Figures& figures,
     }
     out += "\n";
   }
-  // The sweeps are the part of the two cards' blocks after their own table.
   for (const char* policy : {"snapkv", "streamingllm"}) {
-    const std::string block = CardBlock(figures, policy);
     out += absl::StrCat("\n## ", policy, " sweep\n\n",
-                        block.substr(block.find("\nThe sweep") + 1));
+                        SweepSection(figures, policy));
   }
   return out;
 }

@@ -337,21 +337,27 @@ absl::StatusOr<Figures> ComputeFigures(const FigureConfig& config,
   return figures;
 }
 
-std::string CardBlock(const Figures& figures, const std::string& policy) {
-  std::string out = Header(figures);
-  out += PolicyTable(figures, policy);
+std::string SweepSection(const Figures& figures, const std::string& policy) {
   if (policy == "snapkv") {
-    out += "\nThe sweep: mean retained mass, and in brackets its difference "
+    return "The sweep: mean retained mass, and in brackets its difference "
            "from the defaults (`obs_window` 16, `pool_kernel` 5) at the same "
-           "budget.\n\n";
-    out += SweepTable(figures, Group::kSnapKvSweep, "snapkv", "parameters");
-    out += "\n" + SnapKvVerdicts(figures);
-  } else if (policy == "streamingllm") {
-    out += "\nThe sweep over `sinks` (the trace has 4): mean retained mass, "
-           "and in brackets its difference from the default of 4 at the same "
-           "budget.\n\n";
-    out += SweepTable(figures, Group::kSinksSweep, "streamingllm", "sinks");
+           "budget.\n\n" +
+           SweepTable(figures, Group::kSnapKvSweep, "snapkv", "parameters") +
+           "\n" + SnapKvVerdicts(figures);
   }
+  if (policy == "streamingllm") {
+    return "The sweep over `sinks` (the trace has 4): mean retained mass, "
+           "and in brackets its difference from the default of 4 at the same "
+           "budget.\n\n" +
+           SweepTable(figures, Group::kSinksSweep, "streamingllm", "sinks");
+  }
+  return "";
+}
+
+std::string CardBlock(const Figures& figures, const std::string& policy) {
+  std::string out = Header(figures) + PolicyTable(figures, policy);
+  const std::string sweep = SweepSection(figures, policy);
+  if (!sweep.empty()) out += "\n" + sweep;
   return out;
 }
 

@@ -76,6 +76,10 @@ absl::StatusOr<Figures> ComputeFigures(const FigureConfig& config,
 // The content of `policy`'s card block "what_it_buys".
 std::string CardBlock(const Figures& figures, const std::string& policy);
 
+// The sweep part of that block (snapkv, streamingllm), or "" for a policy
+// without a sweep.
+std::string SweepSection(const Figures& figures, const std::string& policy);
+
 // spec/figures/retained_mass.svg: mean retained mass against budget, one
 // line per policy. spec/figures/memory.svg: peak memory per policy and
 // budget.
