@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "cc/errors.h"
 #include "cc/rng.h"
+#include "cc/text.h"
 
 namespace kvspec {
 namespace {
@@ -32,11 +33,13 @@ absl::Status CheckCount(const char* parameter, uint64_t value, uint64_t low,
                                 parameter, low, high, value));
 }
 
+// A share of a row: in [+0.0, 1], or (0, 1] when `positive`. The top keeps
+// every weight finite (spec/trace.md#parameters).
 absl::Status CheckMass(const char* parameter, double value, bool positive) {
-  const bool ok = std::isfinite(value) && (positive ? value > 0.0 : value >= 0.0);
+  const bool ok = (positive ? value > 0.0 : value >= 0.0) && value <= 1.0;
   if (ok && !std::signbit(value)) return absl::OkStatus();
-  return Invalid(parameter, absl::StrFormat("%g", value),
-                 positive ? "finite and > 0" : "finite and >= 0");
+  return Invalid(parameter, ShortestDecimal(value),
+                 positive ? "in (0, 1]" : "in [+0.0, 1]");
 }
 
 }  // namespace
@@ -61,7 +64,7 @@ absl::Status ValidateTrace(const TraceConfig& c) {
   KVSPEC_RETURN_IF_ERROR(CheckCount("recent_length", c.recent_length, 0, 65536));
   KVSPEC_RETURN_IF_ERROR(CheckMass("recent_mass", c.recent_mass, false));
   if (!(c.recent_decay > 0.0 && c.recent_decay <= 1.0)) {
-    return Invalid("recent_decay", absl::StrFormat("%g", c.recent_decay),
+    return Invalid("recent_decay", ShortestDecimal(c.recent_decay),
                    "in (0, 1]");
   }
   KVSPEC_RETURN_IF_ERROR(CheckCount("heavy_count", c.heavy_count, 0, 65536));
@@ -69,7 +72,7 @@ absl::Status ValidateTrace(const TraceConfig& c) {
   KVSPEC_RETURN_IF_ERROR(CheckCount("epoch_length", c.epoch_length, 1, k2To31));
   KVSPEC_RETURN_IF_ERROR(CheckMass("background_mass", c.background_mass, true));
   if (!(c.noise >= 0.0 && c.noise <= 1.0) || std::signbit(c.noise)) {
-    return Invalid("noise", absl::StrFormat("%g", c.noise), "in [0, 1]");
+    return Invalid("noise", ShortestDecimal(c.noise), "in [+0.0, 1]");
   }
   return absl::OkStatus();
 }

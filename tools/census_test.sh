@@ -1,6 +1,36 @@
 #!/bin/bash
-# Every flag decides the cases it is on, and every required (flag, policy)
-# decides at least one case (spec/vectors.md#flags).
+# Every flag decides the cases it is on, every required (flag, policy)
+# decides at least one case, and every bound, check order and default has a
+# case (spec/vectors.md#flags, #bounds). Then: the census is not vacuous, it
+# fails on a suite missing one bound, one check order or one default.
 set -u
 cd "$TEST_SRCDIR/kvspec" || exit 1
-tools/audit --census --vectors=vectors
+tools/audit --census --vectors=vectors || exit 1
+
+status=0
+expect_failure() {  # what the census must then say, cases to drop
+  local want="$1" drop="$2" out
+  out="$(tools/audit --census --vectors=vectors --drop="$drop" 2>&1)"
+  if [[ $? -eq 0 ]] || ! grep -qF -- "$want" <<<"$out"; then
+    echo "FAIL: without $drop the census should fail with: $want"
+    echo "$out" | grep -E '^FAIL|census failures' | head -10
+    status=1
+  else
+    echo "ok: without $drop the census says: $want"
+  fi
+}
+expect_failure "no case has window budget at its highest value 4294967295 accepted" \
+  window/bounds/budget-max
+expect_failure "no case has snapkv pool_kernel at its one above the highest value 65536 refused" \
+  snapkv/bounds/pool-kernel-above-max
+expect_failure "no case has trace noise at below-min refused" \
+  harness/trace-bounds/noise-below-min,harness/refusal/trace-noise-minus-zero
+expect_failure "flag order.position-before-length decided no case in the suite" \
+  harness/order/position-before-length
+expect_failure "flag order.steps-in-sequence decided no case in the suite" \
+  harness/order/steps-in-sequence
+expect_failure "default: snapkv's pool_kernel decides no defaults.decides case" \
+  snapkv/defaults/budget-24,snapkv/defaults/budget-512
+expect_failure "default: trace field heavy_count decides no trace.defaults case" \
+  tova/trace/absent-fields-budget-512
+exit $status

@@ -7,6 +7,7 @@ correctly rounded, so this follows the spec's arithmetic exactly; the final
 rounding to binary32 uses struct.
 """
 import struct
+from fractions import Fraction
 
 M64 = (1 << 64) - 1
 
@@ -70,12 +71,37 @@ def f32_bits(x):
     return struct.unpack("<I", struct.pack("<f", x))[0]
 
 
+def f32_exact(x):
+    """Rounds an exact rational to the nearest binary32, ties to even (normal
+    range only: the values it is used on lie between 0.5 and 2)."""
+    x = Fraction(x)
+    assert x > 0
+    e = 0
+    while x >= 2 ** (e + 1):
+        e += 1
+    while x < 2 ** e:
+        e -= 1
+    scale = Fraction(2) ** (e - 23)
+    q = x / scale
+    n = q.numerator // q.denominator
+    rem = q - n
+    if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and n % 2 == 1):
+        n += 1
+    return float(n * scale)
+
+
+def fused_factor(noise, jit):
+    """1 + noise * jit with one rounding: what a fused multiply-add computes,
+    and what spec/arithmetic.md#operations forbids."""
+    return f32_exact(1 + Fraction(noise) * Fraction(jit))
+
+
 DEFAULTS = dict(seed=1, sinks=4, sink_mass=0.5, recent_length=8, recent_mass=0.125,
                 recent_decay=0.5, heavy_count=16, heavy_mass=0.25, epoch_length=512,
                 background_mass=0.125, noise=0.3)
 
 
-def rows(steps, **overrides):
+def rows(steps, fused=False, **overrides):
     c = dict(DEFAULTS, **overrides)
     seed = c["seed"]
     z = 0.0
@@ -128,7 +154,10 @@ def rows(steps, **overrides):
             bg = f32((c["background_mass"] * salience(seed, p)) / z)
             noise = f32(c["noise"])
             jit = f32(2.0 * jitter(seed, t, p) - 1.0)
-            factor = f32(1.0 + f32(noise * jit))
+            if fused:
+                factor = fused_factor(noise, jit)
+            else:
+                factor = f32(1.0 + f32(noise * jit))
             noisy = f32(bg * factor)
             w = w + noisy
             row.append(f32(w / mass))
@@ -147,3 +176,14 @@ if __name__ == "__main__":
             print("sum", sum(row))
             heavy = sorted(p for p in range(1300) if row[p] > 0.01 and p >= 4 and p < 1292)
             print("heavy-looking", heavy)
+            correct = row
+    # Positions whose weight a fused multiply-add in the noise factor changes:
+    # spec/trace.md's golden rows list the first eight, so a port that fuses
+    # fails them before it runs any vector.
+    for t, row in rows(1301, fused=True):
+        if t == 1300:
+            changed = [p for p in range(1300) if f32_bits(row[p]) != f32_bits(correct[p])]
+            print("canonical, step 1300: %d of 1300 weights change under a fused "
+                  "multiply-add; the first eight (correct, then fused):" % len(changed))
+            print(" ".join("%d:0x%08x/0x%08x" % (p, f32_bits(correct[p]), f32_bits(row[p]))
+                           for p in changed[:8]))

@@ -11,7 +11,10 @@
 #include "cc/proto_convert.h"
 #include "cc/registry.h"
 #include "cc/text.h"
+#include "cc/trace.h"
 #include "tools/census/mutants.h"
+#include "tools/vectors/bounds.h"
+#include "tools/vectors/cases.h"
 #include "tools/vectors/flags.h"
 
 namespace kvspec {
@@ -24,6 +27,7 @@ const char* const kPolicies[] = {"full", "window", "streamingllm", "h2o",
 // Everything a decider needs about one case.
 struct CaseContext {
   const v1::Case* vector;
+  const v1::Scenario* wire;  // the scenario as the file holds it
   PolicyConfig config;
   Scenario scenario;
   RunResult expected;
@@ -206,6 +210,114 @@ bool RefusedWith(const CaseContext& c, ErrorCategory category) {
   return CategoryOf(c.expected.refusal) == category;
 }
 
+CaseContext ContextOf(const vectors::LoadedCase& loaded) {
+  return {loaded.vector, loaded.scenario, FromProto(loaded.vector->policy()),
+          FromProto(*loaded.scenario), FromProto(loaded.vector->expected())};
+}
+
+bool Accepted(const PolicyConfig& config) { return MakePolicy(config).ok(); }
+
+// The refusal of `c` after `repair` changes its scenario: whether the run is
+// then refused with another category or at another step. A fault the check
+// order hid shows itself once the reported one is repaired.
+bool RepairRevealsAnother(const CaseContext& c,
+                          const std::function<void(Scenario&, size_t)>& repair) {
+  if (c.expected.refusal.ok() || c.expected.refused_step < 0) return false;
+  Scenario repaired = c.scenario;
+  repair(repaired, static_cast<size_t>(c.expected.refused_step));
+  const RunResult after = RunScenario(c.config, repaired, RunOptions{});
+  return !after.refusal.ok() &&
+         (CategoryOf(after.refusal) != CategoryOf(c.expected.refusal) ||
+          after.refused_step != c.expected.refused_step);
+}
+
+// Another valid value of an integer parameter, or of a trace field, near its
+// default: the census's counterfactual for a default.
+std::vector<int64_t> NearbyValues(int64_t value) {
+  return {value - 1, value + 1, value - 2, value + 2, value / 2, value * 2};
+}
+
+const PolicyInfo* InfoOf(const std::string& name) {
+  for (const PolicyInfo& info : RegisteredPolicies()) {
+    if (info.name == name) return &info;
+  }
+  return nullptr;
+}
+
+// The policy's parameters that `config` leaves out (they take defaults).
+std::vector<const ParameterInfo*> OmittedParameters(const PolicyConfig& config) {
+  std::vector<const ParameterInfo*> omitted;
+  const PolicyInfo* info = InfoOf(config.name);
+  if (info == nullptr) return omitted;
+  for (const ParameterInfo& p : info->parameters) {
+    bool given = false;
+    for (const Parameter& g : config.parameters) given = given || g.name == p.name;
+    if (!given && p.default_value.has_value()) omitted.push_back(&p);
+  }
+  return omitted;
+}
+
+// Omitted parameters of `c` whose default decides the case: another valid
+// value near it changes the victims.
+std::set<std::string> DecidedDefaults(const CaseContext& c) {
+  std::set<std::string> decided_names;
+  for (const ParameterInfo* p : OmittedParameters(c.config)) {
+    bool decided = false;
+    for (int64_t value : NearbyValues(*p->default_value)) {
+      if (value < p->min || value > p->max || value == *p->default_value) continue;
+      const PolicyConfig other = WithParameter(c.config, p->name, value);
+      if (Accepted(other) && DiffersWith(c, other)) {
+        decided = true;
+        break;
+      }
+    }
+    if (decided) decided_names.insert(p->name);
+  }
+  return decided_names;
+}
+
+// Trace fields absent from `c`'s scenario whose default decides the case:
+// another valid value changes the victims.
+std::set<std::string> DecidedTraceDefaults(const CaseContext& c) {
+  std::set<std::string> decided_names;
+  const v1::TraceConfig& wire = c.wire->trace();
+  // Every field spelled out, absent ones at their defaults.
+  const v1::TraceConfig effective = ToProto(FromProto(wire));
+  for (const std::string& name : vectors::TraceFieldNames()) {
+    const auto* field = wire.GetDescriptor()->FindFieldByName(name);
+    if (name == "steps" || wire.GetReflection()->HasField(wire, field)) continue;
+    std::vector<TraceConfig> others;
+    for (int64_t step : {-1, 1, 2}) {
+      v1::TraceConfig changed = effective;
+      if (field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE) {
+        const double d = effective.GetReflection()->GetDouble(effective, field);
+        changed.GetReflection()->SetDouble(&changed, field,
+                                           step == -1 ? d * 0.5 : d * 0.75 * step);
+      } else if (field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_UINT32) {
+        const uint32_t v = effective.GetReflection()->GetUInt32(effective, field);
+        changed.GetReflection()->SetUInt32(&changed, field,
+                                           static_cast<uint32_t>(int64_t{v} + step));
+      } else {
+        const uint64_t v = effective.GetReflection()->GetUInt64(effective, field);
+        changed.GetReflection()->SetUInt64(&changed, field, v + 1 + step);
+      }
+      others.push_back(FromProto(changed));
+    }
+    bool decided = false;
+    for (const TraceConfig& other : others) {
+      if (!ValidateTrace(other).ok()) continue;
+      Scenario scenario = c.scenario;
+      scenario.trace = other;
+      if (DiffersWith(c, scenario)) {
+        decided = true;
+        break;
+      }
+    }
+    if (decided) decided_names.insert(name);
+  }
+  return decided_names;
+}
+
 // Whether `flag` decided case `c` (spec/vectors.md#flags).
 bool Decides(const std::string& flag, const CaseContext& c) {
   const std::string& policy = c.config.name;
@@ -378,6 +490,72 @@ bool Decides(const std::string& flag, const CaseContext& c) {
   if (flag == "refusal.attention-length") return RefusedWith(c, ErrorCategory::kAttentionLength);
   if (flag == "refusal.attention-value") return RefusedWith(c, ErrorCategory::kAttentionValue);
   if (flag == "refusal.invalid-trace") return RefusedWith(c, ErrorCategory::kInvalidTrace);
+  if (flag == "order.name-before-parameters") {
+    PolicyConfig known = c.config;
+    known.name = "window";
+    return RefusedWith(c, ErrorCategory::kUnknownPolicy) &&
+           CategoryOf(MakePolicy(known).status()) == ErrorCategory::kInvalidParameter;
+  }
+  if (flag == "order.configuration-before-scenario") {
+    PolicyConfig defaults = c.config;
+    defaults.parameters.clear();
+    const RunResult after = RunScenario(defaults, c.scenario, RunOptions{});
+    return RefusedWith(c, ErrorCategory::kInvalidParameter) &&
+           c.expected.refused_step == -1 && !after.refusal.ok() &&
+           CategoryOf(after.refusal) != ErrorCategory::kInvalidParameter;
+  }
+  if (flag == "order.position-before-length") {
+    return RefusedWith(c, ErrorCategory::kPosition) &&
+           RepairRevealsAnother(c, [](Scenario& s, size_t i) { s.steps[i].admit = 1; });
+  }
+  if (flag == "order.length-before-value") {
+    return RefusedWith(c, ErrorCategory::kAttentionLength) &&
+           RepairRevealsAnother(c, [](Scenario& s, size_t i) {
+             uint64_t admitted = 0;
+             for (size_t j = 0; j < i; ++j) admitted += s.steps[j].admit;
+             s.steps[i].attention->resize(admitted, 0.5f);
+           });
+  }
+  if (flag == "order.steps-in-sequence") {
+    return explicit_steps && RepairRevealsAnother(c, [](Scenario& s, size_t i) {
+             s.steps[i] = ScenarioStep{std::max<uint32_t>(1, s.steps[i].admit),
+                                       std::nullopt};
+           });
+  }
+  if (flag == "chunk.exactly-budget") {
+    const int64_t budget = EffectiveParameter(c.config, "budget", 0);
+    for (size_t i = 0; explicit_steps && i < c.expected.steps.size(); ++i) {
+      if (c.scenario.steps[i].admit == budget &&
+          c.expected.steps[i].victims.size() ==
+              std::min<size_t>(c.expected.steps[i].query_cache_position, budget)) {
+        return true;
+      }
+    }
+    return false;
+  }
+  if (flag == "trace.defaults") {
+    // Decided when some absent field's default decides; CheckDefaults asks
+    // that every field's does, in some case.
+    if (!c.scenario.trace.has_value() || !c.expected.refusal.ok()) return false;
+    return !DecidedTraceDefaults(c).empty();
+  }
+  if (flag == "bounds.accepted") {
+    if (!c.expected.refusal.ok()) return false;
+    for (const PolicyInfo& info : RegisteredPolicies()) {
+      if (info.name != policy) continue;
+      for (const ParameterInfo& p : info.parameters) {
+        for (const Parameter& given : c.config.parameters) {
+          if (given.name == p.name && (given.value == p.min || given.value == p.max)) {
+            return true;
+          }
+        }
+      }
+    }
+    return false;
+  }
+  if (flag == "defaults.decides") {
+    return c.expected.refusal.ok() && !DecidedDefaults(c).empty();
+  }
   if (flag == "canonical-trace") return IsCanonical(c.scenario) && c.expected.refusal.ok();
   if (flag == "defaults") {
     return c.config.parameters.empty() && c.expected.refusal.ok() && Evicts(c.expected);
@@ -385,9 +563,121 @@ bool Decides(const std::string& flag, const CaseContext& c) {
   return false;
 }
 
-CaseContext ContextOf(const vectors::LoadedCase& loaded) {
-  return {loaded.vector, FromProto(loaded.vector->policy()),
-          FromProto(*loaded.scenario), FromProto(loaded.vector->expected())};
+
+
+// spec/vectors.md#bounds: every parameter at its lowest and highest valid
+// value accepted, and one past each refused, by some case; a refusal counts
+// when the same configuration at the bound itself is accepted.
+void CheckBounds(const vectors::VectorSet& set, std::vector<std::string>& failures) {
+  for (const PolicyInfo& info : RegisteredPolicies()) {
+    for (const ParameterInfo& p : info.parameters) {
+      const struct {
+        const char* which;
+        int64_t value, inside;
+        bool accepted;
+      } bounds[] = {{"lowest", p.min, p.min, true},
+                    {"highest", p.max, p.max, true},
+                    {"one below the lowest", p.min - 1, p.min, false},
+                    {"one above the highest", p.max + 1, p.max, false}};
+      for (const auto& bound : bounds) {
+        bool found = false;
+        for (const vectors::LoadedCase& loaded : set.cases) {
+          const PolicyConfig config = FromProto(loaded.vector->policy());
+          if (config.name != info.name) continue;
+          bool at = false;
+          for (const Parameter& g : config.parameters) {
+            at = at || (g.name == p.name && g.value == bound.value);
+          }
+          if (!at) continue;
+          const v1::EvictionLog& expected = loaded.vector->expected();
+          if (bound.accepted) {
+            found = !expected.has_rejection() ||
+                    expected.rejection().step() >= 0;
+          } else {
+            found = expected.has_rejection() && expected.rejection().step() == -1 &&
+                    expected.rejection().category() == v1::INVALID_PARAMETER &&
+                    Accepted(WithParameter(config, p.name, bound.inside));
+          }
+          if (found) break;
+        }
+        if (!found) {
+          failures.push_back(absl::StrFormat(
+              "bound: no case has %s %s at its %s value %d %s", info.name, p.name,
+              bound.which, bound.value, bound.accepted ? "accepted" : "refused"));
+        }
+      }
+    }
+  }
+  for (const vectors::TraceBound& bound : vectors::TraceBounds()) {
+    bool found = false;
+    for (const vectors::LoadedCase& loaded : set.cases) {
+      if (!loaded.scenario->has_trace()) continue;
+      const v1::TraceConfig& wire = loaded.scenario->trace();
+      const auto* field = wire.GetDescriptor()->FindFieldByName(bound.field);
+      if (!wire.GetReflection()->HasField(wire, field)) continue;
+      const TraceConfig config = FromProto(wire);
+      if (!bound.holds(config) || !loaded.scenario->steps().empty()) continue;
+      if (!MakePolicy(FromProto(loaded.vector->policy())).ok()) continue;
+      const v1::EvictionLog& expected = loaded.vector->expected();
+      if (bound.accepted) {
+        found = !expected.has_rejection() || expected.rejection().step() >= 0;
+      } else {
+        // Decided when the same trace with the field at a valid value (the
+        // canonical one's) is accepted.
+        v1::TraceConfig reset = wire;
+        v1::TraceConfig canonical = ToProto(vectors::CanonicalTrace(10));
+        reset.GetReflection()->SwapFields(&reset, &canonical, {field});
+        found = expected.has_rejection() &&
+                expected.rejection().category() == v1::INVALID_TRACE &&
+                ValidateTrace(FromProto(reset)).ok();
+      }
+      if (found) break;
+    }
+    if (!found) {
+      failures.push_back(absl::StrFormat(
+          "bound: no case has trace %s at %s %s", bound.field, bound.which,
+          bound.accepted ? "accepted" : "refused"));
+    }
+  }
+}
+
+// spec/vectors.md#bounds: every default decides some case. A policy
+// parameter's in a case flagged defaults.decides, a trace field's in a case
+// flagged trace.defaults: another value changes that case's victims.
+void CheckDefaults(const vectors::VectorSet& set, std::vector<std::string>& failures) {
+  std::set<std::pair<std::string, std::string>> parameters;  // (policy, name)
+  std::set<std::string> fields;
+  for (const vectors::LoadedCase& loaded : set.cases) {
+    const auto& flags = loaded.vector->flags();
+    const bool defaults =
+        std::find(flags.begin(), flags.end(), "defaults.decides") != flags.end();
+    const bool trace =
+        std::find(flags.begin(), flags.end(), "trace.defaults") != flags.end();
+    if (!defaults && !trace) continue;
+    const CaseContext c = ContextOf(loaded);
+    if (defaults) {
+      for (const std::string& name : DecidedDefaults(c)) {
+        parameters.insert({c.config.name, name});
+      }
+    }
+    if (trace && c.scenario.trace.has_value()) {
+      for (const std::string& name : DecidedTraceDefaults(c)) fields.insert(name);
+    }
+  }
+  for (const PolicyInfo& info : RegisteredPolicies()) {
+    for (const ParameterInfo& p : info.parameters) {
+      if (p.default_value.has_value() && parameters.count({info.name, p.name}) == 0) {
+        failures.push_back(absl::StrFormat(
+            "default: %s's %s decides no defaults.decides case", info.name, p.name));
+      }
+    }
+  }
+  for (const std::string& name : vectors::TraceFieldNames()) {
+    if (name != "steps" && fields.count(name) == 0) {  // steps has no default
+      failures.push_back("default: trace field " + name +
+                         " decides no trace.defaults case");
+    }
+  }
 }
 
 }  // namespace
@@ -459,6 +749,8 @@ CensusResult RunCensus(const vectors::VectorSet& set) {
       }
     }
   }
+  CheckBounds(set, result.failures);
+  CheckDefaults(set, result.failures);
   for (const vectors::FlagInfo& flag : vectors::Flags()) {
     if (flag.required_for.empty() && result.decided_total[flag.name] == 0) {
       result.failures.push_back(absl::StrFormat(

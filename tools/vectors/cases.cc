@@ -4,7 +4,9 @@
 #include <limits>
 #include <optional>
 
+#include "cc/registry.h"
 #include "cc/rng.h"
+#include "tools/vectors/bounds.h"
 
 namespace kvspec {
 namespace vectors {
@@ -77,6 +79,11 @@ PolicyConfig P(const char* name, std::vector<Parameter> parameters,
 class SuiteBuilder {
  public:
   void Add(Scenario scenario) { suite_.scenarios.push_back(std::move(scenario)); }
+  // A traced scenario whose `absent` fields are left out on the wire.
+  void AddAbsent(Scenario scenario, std::vector<std::string> absent) {
+    suite_.absent_trace_fields[scenario.id] = std::move(absent);
+    Add(std::move(scenario));
+  }
   void Case(std::string id, std::vector<std::string> flags,
             std::string description, PolicyConfig policy,
             std::string scenario_id) {
@@ -91,7 +98,57 @@ class SuiteBuilder {
 };
 
 const float kNan = std::numeric_limits<float>::quiet_NaN();
+constexpr int64_t kTopBudget = 4294967295;  // spec/harness.md#budget
 const float kInf = std::numeric_limits<float>::infinity();
+
+// Spec 0.4.0: scenarios for what an outside audit found unexercised
+// (two faults in one step, absent trace fields, bounds, a chunk as long as
+// the budget).
+void AddAuditScenarios(SuiteBuilder& b) {
+  // spec/harness.md#refusals: two faults, the check order decides.
+  b.Add(Explicit("admit-zero-row-too-short", {Null(2), {0, Row{0.5f}}}));
+  b.Add(Explicit("row-too-long-with-nan", {Null(2), WithRow({kNan, 0.25f, 0.5f})}));
+  b.Add(Explicit("nan-then-admit-zero", {Null(2), WithRow({kNan, 0.5f}), Null(0)}));
+  b.Add(Explicit("scenario-empty", {}));
+  // spec/harness.md#scenarios: a present trace message with no field set.
+  const std::vector<std::string> all_fields = TraceFieldNames();
+  {
+    Scenario empty = Traced("trace-empty", TraceConfig{});
+    b.AddAbsent(empty, all_fields);
+    Scenario with_steps = Chunks("trace-empty-and-steps", {1});
+    with_steps.trace = TraceConfig{};
+    b.AddAbsent(with_steps, all_fields);
+    std::vector<std::string> no_steps = {"steps"};
+    b.AddAbsent(Traced("trace-steps-absent", TraceConfig{}), no_steps);
+    TraceConfig minus_zero_noise = CanonicalTrace(10);
+    minus_zero_noise.noise = -0.0;
+    b.Add(Traced("trace-noise-minus-zero", minus_zero_noise));
+    // Every field but `steps` absent: the canonical trace by its defaults,
+    // past the first epoch so heavy hitters count.
+    std::vector<std::string> all_but_steps;
+    for (const std::string& f : all_fields) {
+      if (f != "steps") all_but_steps.push_back(f);
+    }
+    b.AddAbsent(Traced("trace-defaults-700", CanonicalTrace(700)), all_but_steps);
+  }
+  // Trace parameter bounds (spec/trace.md#parameters), on 10 steps.
+  for (const TraceBound& bound : TraceBounds()) {
+    TraceConfig config = CanonicalTrace(10);
+    bound.set(config);
+    b.Add(Traced(bound.scenario_id, config));
+  }
+  // Six single steps with rows: at budget 4, steps 4 and 5 evict.
+  b.Add(Explicit("rows-6", {WithRow({}), WithRow({0.5f}), WithRow({0.25f, 0.5f}),
+                            WithRow({0.125f, 0.5f, 0.25f}),
+                            WithRow({0.0625f, 0.5f, 0.125f, 0.25f}),
+                            WithRow({0.5f, 0.25f, 0.0625f, 0.125f, 0.75f})}));
+  // A chunk exactly as long as the budget (4): into an empty cache, then into
+  // a full one, then one more step.
+  b.Add(Explicit("chunks-4-4-1",
+                 {WithRow({}, 4), WithRow({0.5f, 0.125f, 0.25f, 0.0625f}, 4),
+                  WithRow({0.5f, 0.125f, 0.25f, 0.0625f, 0.375f, 0.0f, 0.1875f,
+                           0.03125f})}));
+}
 
 void AddScenarios(SuiteBuilder& b) {
   b.Add(Chunks("one-step", {1}));
@@ -192,6 +249,7 @@ void AddScenarios(SuiteBuilder& b) {
                  CanonicalTrace(4 * budget)));
   }
   b.Add(Traced("canonical-300", CanonicalTrace(300)));
+  AddAuditScenarios(b);
 }
 
 void AddHarnessCases(SuiteBuilder& b) {
@@ -266,7 +324,8 @@ void AddPositionalCases(SuiteBuilder& b) {
          "budget 0", P("window", {{"budget", 0}}), "one-step");
   b.Case("window/refusal/budget-above-2-32", {"refusal.invalid-parameter"},
          "budget 2^32", P("window", {{"budget", 4294967296}}), "one-step");
-  b.Case("window/defaults/budget-512", {"defaults", "chunk.one-ranking"},
+  b.Case("window/defaults/budget-512",
+         {"defaults", "defaults.decides", "chunk.one-ranking"},
          "513 positions at the default budget: 0 goes", P("window", {}),
          "chunk-600");
 
@@ -303,7 +362,7 @@ void AddPositionalCases(SuiteBuilder& b) {
   b.Case("streamingllm/refusal/sinks-negative", {"refusal.invalid-parameter"},
          "sinks -1", streaming(4, -1), "one-step");
   b.Case("streamingllm/defaults/budget-512-sinks-4",
-         {"defaults", "sinks.protected", "chunk.evicts-own"},
+         {"defaults", "defaults.decides", "sinks.protected", "chunk.evicts-own"},
          "600 positions at the defaults: 0..3 and 92..599 stay",
          P("streamingllm", {}), "chunk-600");
 
@@ -374,7 +433,8 @@ void AddScoreCases(SuiteBuilder& b) {
          {"refusal.invalid-parameter"},
          "budget 16 with the default recent_window 16 is refused",
          P("h2o", {{"budget", 16}}), "one-step");
-  b.Case("h2o/defaults/budget-512", {"defaults", "unobserved.zero", "tie.lower-position"},
+  b.Case("h2o/defaults/budget-512",
+         {"defaults", "defaults.decides", "unobserved.zero", "tie.lower-position"},
          "600 unobserved positions at the defaults: 0..87 go", P("h2o", {}),
          "chunk-600");
 
@@ -403,7 +463,8 @@ void AddScoreCases(SuiteBuilder& b) {
          "chunk-ranking");
   b.Case("tova/refusal/recent-window-equal-budget", {"refusal.invalid-parameter"},
          "recent_window must be below budget", tova(2, 2), "one-step");
-  b.Case("tova/defaults/budget-512", {"defaults", "unobserved.zero"},
+  b.Case("tova/defaults/budget-512",
+         {"defaults", "defaults.decides", "unobserved.zero"},
          "600 unobserved positions at the defaults", P("tova", {}), "chunk-600");
 
   // snapkv.
@@ -479,7 +540,8 @@ void AddScoreCases(SuiteBuilder& b) {
          "pool_kernel 0", snapkv(4, 1, 4, 0), "one-step");
   b.Case("snapkv/refusal/recent-window-equal-budget", {"refusal.invalid-parameter"},
          "recent_window must be below budget", snapkv(4, 4, 4, 1), "one-step");
-  b.Case("snapkv/defaults/budget-512", {"defaults", "unobserved.zero"},
+  b.Case("snapkv/defaults/budget-512",
+         {"defaults", "defaults.decides", "unobserved.zero"},
          "600 unobserved positions at the defaults", P("snapkv", {}),
          "chunk-600");
 
@@ -499,7 +561,8 @@ void AddScoreCases(SuiteBuilder& b) {
          "null steps evict by draws as any other", random(3, 1, 7), "singles-7");
   b.Case("random/refusal/recent-window-equal-budget", {"refusal.invalid-parameter"},
          "recent_window must be below budget", random(3, 3, 0), "one-step");
-  b.Case("random/defaults/budget-512", {"defaults", "random.draw-order"},
+  b.Case("random/defaults/budget-512",
+         {"defaults", "defaults.decides", "random.draw-order"},
          "600 positions at the defaults, seed 0", P("random", {}), "chunk-600");
 
   for (uint32_t budget : {256u, 512u, 1024u}) {
@@ -520,6 +583,161 @@ void AddScoreCases(SuiteBuilder& b) {
   }
 }
 
+
+// Spec 0.4.0: what an outside audit found unexercised.
+void AddAuditCases(SuiteBuilder& b) {
+  const PolicyConfig window4 = P("window", {{"budget", 4}});
+  const PolicyConfig bad_window = P("window", {{"budget", 0}});
+  // Names are case-sensitive (spec/harness.md#configuration).
+  b.Case("harness/refusal/policy-name-case-sensitive", {"refusal.unknown-policy"},
+         "'Window' is not 'window': names are case-sensitive",
+         P("Window", {{"budget", 4}}), "one-step");
+  // Check orders, each decided by two faults (spec/harness.md#refusals).
+  b.Case("harness/order/name-before-parameters",
+         {"refusal.unknown-policy", "order.name-before-parameters"},
+         "an unknown name with a bad budget: UNKNOWN_POLICY",
+         P("lru", {{"budget", 0}}), "one-step");
+  b.Case("harness/order/configuration-before-scenario-shape",
+         {"refusal.invalid-parameter", "order.configuration-before-scenario"},
+         "a bad budget and a scenario with both steps and a trace: "
+         "INVALID_PARAMETER at step -1",
+         bad_window, "trace-and-steps");
+  b.Case("harness/order/configuration-before-trace",
+         {"refusal.invalid-parameter", "order.configuration-before-scenario"},
+         "a bad budget and a present, empty trace: INVALID_PARAMETER at step -1",
+         bad_window, "trace-empty");
+  b.Case("harness/order/configuration-before-steps",
+         {"refusal.invalid-parameter", "order.configuration-before-scenario"},
+         "a bad budget and a step admitting nothing: INVALID_PARAMETER at -1",
+         bad_window, "admit-zero");
+  b.Case("harness/order/position-before-length",
+         {"refusal.position", "order.position-before-length"},
+         "step 1 admits nothing and its row is short: POSITION",
+         window4, "admit-zero-row-too-short");
+  b.Case("harness/order/length-before-value",
+         {"refusal.attention-length", "order.length-before-value"},
+         "step 1's row is too long and holds a NaN: ATTENTION_LENGTH",
+         window4, "row-too-long-with-nan");
+  b.Case("harness/order/steps-in-sequence",
+         {"refusal.attention-value", "order.steps-in-sequence"},
+         "a NaN at step 1 and nothing admitted at step 2: ATTENTION_VALUE at 1",
+         window4, "nan-then-admit-zero");
+  // What "has steps" and "has a trace" mean on the wire
+  // (spec/harness.md#scenarios).
+  b.Case("harness/scenario/neither-steps-nor-trace", {},
+         "no steps and no trace: an empty log", window4, "scenario-empty");
+  b.Case("harness/refusal/trace-empty", {"refusal.invalid-trace"},
+         "a present trace with no field set has no steps: INVALID_TRACE",
+         window4, "trace-empty");
+  b.Case("harness/refusal/trace-empty-and-steps", {"refusal.invalid-trace"},
+         "steps and a present, empty trace: both, INVALID_TRACE",
+         window4, "trace-empty-and-steps");
+  b.Case("harness/refusal/trace-steps-absent", {"refusal.invalid-trace"},
+         "every field but steps given: steps is required", window4,
+         "trace-steps-absent");
+  b.Case("harness/refusal/trace-noise-minus-zero", {"refusal.invalid-trace"},
+         "noise -0.0 is refused: its sign bit is set", window4,
+         "trace-noise-minus-zero");
+  // Absent trace fields take the canonical defaults (spec/trace.md#parameters).
+  b.Case("h2o/trace/absent-fields-are-defaults", {"trace.defaults"},
+         "only steps on the wire: the canonical trace", P("h2o", {{"budget", 64}}),
+         "trace-defaults-700");
+  b.Case("tova/trace/absent-fields-are-defaults", {"trace.defaults"},
+         "only steps on the wire: the canonical trace",
+         P("tova", {{"budget", 64}, {"recent_window", 4}}), "trace-defaults-700");
+  b.Case("tova/trace/absent-fields-budget-16", {"trace.defaults"},
+         "only steps on the wire; recent and heavy hitters compete",
+         P("tova", {{"budget", 16}, {"recent_window", 1}}), "trace-defaults-700");
+  b.Case("tova/trace/absent-fields-budget-4", {"trace.defaults"},
+         "only steps on the wire; the sinks compete with the recent positions",
+         P("tova", {{"budget", 4}, {"recent_window", 1}}), "trace-defaults-700");
+  b.Case("tova/trace/absent-fields-budget-512", {"trace.defaults"},
+         "only steps on the wire; the epoch's heavy hitters are still kept "
+         "when drawn",
+         P("tova", {{"budget", 512}}), "trace-defaults-700");
+  b.Case("snapkv/trace/absent-fields-are-defaults", {"trace.defaults"},
+         "only steps on the wire: the canonical trace",
+         P("snapkv", {{"budget", 64}, {"recent_window", 4}}), "trace-defaults-700");
+  // Trace bounds (spec/trace.md#parameters).
+  for (const TraceBound& bound : TraceBounds()) {
+    std::string id = "harness/trace-bounds/" + bound.scenario_id.substr(12);
+    b.Case(id, bound.accepted ? std::vector<std::string>{}
+                              : std::vector<std::string>{"refusal.invalid-trace"},
+           bound.field + " at " + bound.which +
+               (bound.accepted ? ": accepted" : ": refused"),
+           P("h2o", {{"budget", 4}, {"recent_window", 1}}), bound.scenario_id);
+  }
+  // Policy parameter bounds (spec/vectors.md#bounds), from the registry.
+  for (const PolicyInfo& info : RegisteredPolicies()) {
+    for (const ParameterInfo& parameter : info.parameters) {
+      const struct {
+        const char* which;
+        int64_t value;
+        bool accepted;
+      } bounds[] = {{"min", parameter.min, true},
+                    {"max", parameter.max, true},
+                    {"below-min", parameter.min - 1, false},
+                    {"above-max", parameter.max + 1, false}};
+      for (const auto& bound : bounds) {
+        // A small valid configuration, then the bound; a window or sinks at
+        // its top needs the top budget, and budget 1 leaves no room for them.
+        std::vector<Parameter> parameters;
+        for (const ParameterInfo& p : info.parameters) {
+          int64_t value = p.name == "budget"        ? 4
+                          : p.name == "obs_window"  ? 2
+                          : p.name == "pool_kernel" ? 3
+                                                    : 1;
+          if (p.name == parameter.name) value = bound.value;
+          if (p.name == "budget" && parameter.max == kTopBudget - 1 &&
+              bound.value >= parameter.max) {
+            value = kTopBudget;
+          }
+          if (parameter.name == "budget" && bound.value <= 1 &&
+              (p.name == "recent_window" || p.name == "sinks")) {
+            value = 0;  // recent_window / sinks below budget 1
+          }
+          parameters.push_back({p.name, value});
+        }
+        std::string name = parameter.name;
+        for (char& c : name) {
+          if (c == '_') c = '-';
+        }
+        b.Case(info.name + "/bounds/" + name + "-" + bound.which,
+               bound.accepted ? std::vector<std::string>{"bounds.accepted"}
+                              : std::vector<std::string>{"refusal.invalid-parameter"},
+               parameter.name + " at " + bound.which + " (" +
+                   std::to_string(bound.value) + "): " +
+                   (bound.accepted ? "accepted" : "refused"),
+               P(info.name.c_str(), parameters), "rows-6");
+      }
+    }
+  }
+  // A chunk exactly as long as the budget (spec/harness.md#chunked-admission).
+  const std::vector<std::pair<std::string, PolicyConfig>> chunked = {
+      {"window", P("window", {{"budget", 4}})},
+      {"streamingllm", P("streamingllm", {{"budget", 4}, {"sinks", 1}})},
+      {"h2o", P("h2o", {{"budget", 4}, {"recent_window", 1}})},
+      {"tova", P("tova", {{"budget", 4}, {"recent_window", 1}})},
+      {"snapkv", P("snapkv", {{"budget", 4}, {"recent_window", 1},
+                              {"obs_window", 2}, {"pool_kernel", 3}})},
+      {"random", P("random", {{"budget", 4}, {"recent_window", 1}}, 5)},
+  };
+  for (const auto& [policy, config] : chunked) {
+    b.Case(policy + "/budget/chunk-as-long-as-budget",
+           {"chunk.exactly-budget", "chunk.one-ranking"},
+           "budget 4: a chunk of 4 fills the cache and evicts nothing; the next "
+           "chunk of 4 evicts four from one ranking",
+           config, "chunks-4-4-1");
+  }
+  // Each parameter's default decides a case (spec/vectors.md#defaults).
+  for (const char* policy : {"h2o", "tova", "snapkv", "random"}) {
+    b.Case(std::string(policy) + "/defaults/budget-24",
+           {"defaults.decides"},
+           "budget 24, every other parameter at its default",
+           P(policy, {{"budget", 24}}, 3), "wandering-150");
+  }
+}
+
 }  // namespace
 
 TraceConfig CanonicalTrace(uint32_t steps) {
@@ -534,6 +752,7 @@ Suite BuildSuite() {
   AddHarnessCases(builder);
   AddPositionalCases(builder);
   AddScoreCases(builder);
+  AddAuditCases(builder);
   return builder.Build();
 }
 

@@ -7,6 +7,7 @@
 #ifndef KVSPEC_TOOLS_VECTORS_CASES_H_
 #define KVSPEC_TOOLS_VECTORS_CASES_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,11 @@ struct CaseSpec {
 struct Suite {
   std::vector<Scenario> scenarios;
   std::vector<CaseSpec> cases;
+  // Scenario ID -> trace fields written absent on the wire (proto field
+  // names). An absent field takes its default (spec/trace.md#parameters), so
+  // the scenario's TraceConfig must hold the default there; the generator
+  // checks it.
+  std::map<std::string, std::vector<std::string>> absent_trace_fields;
 };
 
 // The whole suite, in file and case order.

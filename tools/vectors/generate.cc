@@ -95,9 +95,31 @@ std::string Render(const google::protobuf::Message& message) {
 absl::StatusOr<std::vector<GeneratedFile>> GenerateVectorFiles(
     const Suite& suite) {
   if (absl::Status status = CheckSuite(suite); !status.ok()) return status;
-  std::map<std::string, const Scenario*> scenarios;
+  // Each scenario as it goes on the wire, and as a reader decodes it: the
+  // expected logs are computed from the decoded scenario, so an absent trace
+  // field means exactly its default.
+  std::map<std::string, v1::Scenario> wire;
+  std::map<std::string, Scenario> scenarios;
   for (const Scenario& scenario : suite.scenarios) {
-    scenarios[scenario.id] = &scenario;
+    v1::Scenario proto = ToProto(scenario);
+    const auto absent = suite.absent_trace_fields.find(scenario.id);
+    if (absent != suite.absent_trace_fields.end()) {
+      v1::TraceConfig* trace = proto.mutable_trace();
+      for (const std::string& name : absent->second) {
+        const auto* field = trace->GetDescriptor()->FindFieldByName(name);
+        if (field == nullptr) {
+          return Malformed("scenario '" + scenario.id + "': no trace field '" +
+                           name + "'");
+        }
+        trace->GetReflection()->ClearField(trace, field);
+      }
+      if (Serialize(ToProto(FromProto(proto))) != Serialize(ToProto(scenario))) {
+        return Malformed("scenario '" + scenario.id +
+                         "': a trace field left absent does not hold its default");
+      }
+    }
+    scenarios[scenario.id] = FromProto(proto);
+    wire[scenario.id] = std::move(proto);
   }
 
   // Groups in order of first appearance.
@@ -122,7 +144,7 @@ absl::StatusOr<std::vector<GeneratedFile>> GenerateVectorFiles(
     std::set<std::string> used;
     for (const CaseSpec* c : by_group[group]) used.insert(c->scenario_id);
     for (const Scenario& scenario : suite.scenarios) {
-      if (used.count(scenario.id) != 0) *file.add_scenarios() = ToProto(scenario);
+      if (used.count(scenario.id) != 0) *file.add_scenarios() = wire[scenario.id];
     }
     for (const CaseSpec* c : by_group[group]) {
       v1::Case* out = file.add_cases();
@@ -132,7 +154,7 @@ absl::StatusOr<std::vector<GeneratedFile>> GenerateVectorFiles(
       *out->mutable_policy() = ToProto(c->policy);
       out->set_scenario_id(c->scenario_id);
       const RunResult result = RunScenario(
-          c->policy, *scenarios[c->scenario_id], RunOptions{/*record_cut=*/true});
+          c->policy, scenarios[c->scenario_id], RunOptions{/*record_cut=*/true});
       *out->mutable_expected() = ToProto(result);
     }
     all_scenarios_used.insert(used.begin(), used.end());

@@ -5,6 +5,6 @@ Written from spec/ alone: harness (spec/harness.md), arithmetic
 policies (spec/policies/*.md) and the conformance testee (spec/protocol.md).
 """
 
-SPEC_VERSION = "0.3.0"
+SPEC_VERSION = "0.4.0"
 PROTOCOL_VERSION = 1
 PORT_VERSION = "0.1.0"

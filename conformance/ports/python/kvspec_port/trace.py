@@ -41,9 +41,9 @@ def _sign_clear(x: float) -> bool:
     return math.copysign(1.0, x) > 0.0
 
 
-def _finite_nonneg(x: float) -> bool:
-    """finite and >= +0.0: -0.0 is refused (spec/trace.md#parameters)."""
-    return math.isfinite(x) and x >= 0.0 and _sign_clear(x)
+def _share(x: float) -> bool:
+    """in [+0.0, 1]: -0.0 is refused (spec/trace.md#parameters)."""
+    return 0.0 <= x <= 1.0 and _sign_clear(x)
 
 
 def params_from_proto(tc) -> TraceParams:
@@ -66,15 +66,14 @@ def validate(p: TraceParams) -> None:
     checks = [
         ("steps", 1 <= p.steps <= 2 ** 31, "must be in [1, 2147483648]"),
         ("sinks", 0 <= p.sinks <= 2 ** 31, "must be in [0, 2147483648]"),
-        ("sink_mass", _finite_nonneg(p.sink_mass), "must be finite and >= 0"),
+        ("sink_mass", _share(p.sink_mass), "must be in [+0.0, 1]"),
         ("recent_length", 0 <= p.recent_length <= 65536, "must be in [0, 65536]"),
-        ("recent_mass", _finite_nonneg(p.recent_mass), "must be finite and >= 0"),
+        ("recent_mass", _share(p.recent_mass), "must be in [+0.0, 1]"),
         ("recent_decay", 0.0 < p.recent_decay <= 1.0, "must be in (0, 1]"),
         ("heavy_count", 0 <= p.heavy_count <= 2 ** 16, "must be in [0, 65536]"),
-        ("heavy_mass", _finite_nonneg(p.heavy_mass), "must be finite and >= 0"),
+        ("heavy_mass", _share(p.heavy_mass), "must be in [+0.0, 1]"),
         ("epoch_length", 1 <= p.epoch_length <= 2 ** 31, "must be in [1, 2147483648]"),
-        ("background_mass", math.isfinite(p.background_mass) and p.background_mass > 0.0,
-         "must be finite and > 0"),
+        ("background_mass", 0.0 < p.background_mass <= 1.0, "must be in (0, 1]"),
         ("noise", 0.0 <= p.noise <= 1.0 and _sign_clear(p.noise), "must be in [+0.0, 1]"),
     ]
     for name, ok, rule in checks:

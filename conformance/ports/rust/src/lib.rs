@@ -1,4 +1,4 @@
-//! kvspec-port: a Rust port of kvspec (spec version 0.3.0), written from the
+//! kvspec-port: a Rust port of kvspec (spec version 0.4.0), written from the
 //! documents in `spec/` alone.
 //!
 //! - [`rng`]: xoshiro256** seeded by SplitMix64 (spec/rng.md)
@@ -29,6 +29,6 @@ pub mod pb {
 }
 
 /// The spec version this port implements (spec/README.md).
-pub const SPEC_VERSION: &str = "0.3.0";
+pub const SPEC_VERSION: &str = "0.4.0";
 /// The conformance protocol version (spec/protocol.md#versions).
 pub const PROTOCOL_VERSION: u32 = 1;

@@ -42,10 +42,10 @@ fn int_in(name: &str, v: u32, lo: u32, hi: u32) -> Result<u32> {
 }
 
 fn mass(name: &str, v: f64) -> Result<f64> {
-    // -0.0 is refused like any negative value: its sign bit is set (the
-    // reference does so; spec/trace.md says only "finite, >= 0").
-    if !(v.is_finite() && v >= 0.0 && !v.is_sign_negative()) {
-        return Err(invalid(format!("{name} must be finite and >= 0, got {v}")));
+    // A share of a row, in [+0.0, 1] (spec/trace.md#parameters): -0.0 is
+    // refused like any negative value, its sign bit being set.
+    if !(v >= 0.0 && v <= 1.0 && !v.is_sign_negative()) {
+        return Err(invalid(format!("{name} must be in [+0.0, 1], got {v}")));
     }
     Ok(v)
 }
@@ -89,8 +89,8 @@ impl TraceParams {
         let heavy_mass = mass("heavy_mass", c.heavy_mass.unwrap_or(d.heavy_mass))?;
         let epoch_length = int_in("epoch_length", c.epoch_length.unwrap_or(d.epoch_length), 1, TWO31)?;
         let background_mass = c.background_mass.unwrap_or(d.background_mass);
-        if !(background_mass.is_finite() && background_mass > 0.0) {
-            return Err(invalid(format!("background_mass must be finite and > 0, got {background_mass}")));
+        if !(background_mass > 0.0 && background_mass <= 1.0) {
+            return Err(invalid(format!("background_mass must be in (0, 1], got {background_mass}")));
         }
         let noise = c.noise.unwrap_or(d.noise);
         if !((0.0..=1.0).contains(&noise) && !noise.is_sign_negative()) {

@@ -1,0 +1,51 @@
+//! The golden rows of spec/trace.md#golden-rows, checked bit for bit. The
+//! last eight canonical positions are ones a fused multiply-add in the noise
+//! factor would change (spec/arithmetic.md#operations).
+use kvspec_port::trace::{TraceGenerator, TraceParams};
+
+fn generator_at(p: TraceParams, step: u64) -> TraceGenerator {
+    let mut g = TraceGenerator::new(p);
+    for t in 0..=step {
+        g.begin_step(t);
+    }
+    g
+}
+
+#[test]
+fn small_trace_rows() {
+    let expected: [&[u32]; 5] = [
+        &[0x3f80337b],
+        &[0x3ee92879, 0x3f100ab3],
+        &[0x3e909d2a, 0x3ea55833, 0x3ed23d8f],
+        &[0x3e8a27d7, 0x3e9ada58, 0x3e9d87d2, 0x3de90157],
+        &[0x3e8d89ed, 0x3e96f687, 0x3e883fa5, 0x3d9e2020, 0x3dc37c42],
+    ];
+    for (i, want) in expected.iter().enumerate() {
+        let step = i as u64 + 1;
+        let mut p = TraceParams::canonical(6);
+        p.sinks = 2;
+        p.recent_length = 2;
+        p.heavy_count = 2;
+        p.epoch_length = 3;
+        let g = generator_at(p, step);
+        let got: Vec<u32> = g.row().iter().map(|w| w.to_bits()).collect();
+        assert_eq!(&got[..], *want, "step {step}");
+    }
+}
+
+#[test]
+fn canonical_trace_at_step_1300() {
+    let g = generator_at(TraceParams::canonical(1301), 1300);
+    let expected: [(u64, u32); 24] = [
+        (0, 0x3e001701), (1, 0x3e002ce5), (2, 0x3e00176a), (3, 0x3e002e36),
+        (4, 0x38628a17), (5, 0x38d2ba71), (1290, 0x392349ab), (1291, 0x390aea48),
+        (1292, 0x3a2e3ab0), (1293, 0x3a929f26), (1294, 0x3b058d42), (1295, 0x3b83f4fa),
+        (1296, 0x3c02c75c), (1297, 0x3c81abde), (1298, 0x3d00e8d0), (1299, 0x3d80dd21),
+        // Changed by a fused multiply-add in 1 + noise * jit.
+        (22, 0x39636b7d), (34, 0x38c98c58), (46, 0x3783b804), (51, 0x38e63677),
+        (58, 0x391b83ff), (61, 0x39239443), (74, 0x38fb76f2), (92, 0x38d2f1f8),
+    ];
+    for (position, bits) in expected {
+        assert_eq!(g.weight(position).to_bits(), bits, "position {position}");
+    }
+}
