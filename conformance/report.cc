@@ -1,9 +1,14 @@
 #include "conformance/report.h"
 
 #include <map>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "cc/text.h"
 
 namespace kvspec {
 namespace conformance {
@@ -39,6 +44,8 @@ std::string Json(const std::string& text) {
     if (c == '"' || c == '\\') {
       out += '\\';
       out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
     } else if (c < 0x20) {
       out += absl::StrFormat("\\u%04x", c);
     } else {
@@ -46,6 +53,41 @@ std::string Json(const std::string& text) {
     }
   }
   return out + "\"";
+}
+
+std::string StepJson(const kvspec::v1::StepResult& step) {
+  std::vector<std::string> victims, cut;
+  for (uint32_t v : step.victims()) victims.push_back(absl::StrCat(v));
+  for (const kvspec::v1::RankedPosition& r : step.cut()) {
+    cut.push_back(absl::StrFormat(
+        "{\"position\": %d, \"score\": %s, \"bits\": %s}", r.position(),
+        Json(ShortestDecimal(r.score())), Json(HexBits(r.score()))));
+  }
+  return absl::StrFormat(
+      "{\"victims\": [%s], \"kept_count\": %d, \"query_cache_position\": %d, "
+      "\"cut\": [%s]}",
+      absl::StrJoin(victims, ", "), step.kept_count(), step.query_cache_position(),
+      absl::StrJoin(cut, ", "));
+}
+
+// spec/protocol.md: what a porter needs to triage a failing case from the
+// JSON alone: the first divergent step, both records there, and where in
+// the victims and the cut they first differ.
+std::string DivergenceJson(const Divergence& d) {
+  std::string json = absl::StrFormat(
+      "\"divergence\": {\"first_divergent_step\": %d, \"expected_steps\": %d, "
+      "\"actual_steps\": %d, \"expected_rejection\": %s, "
+      "\"actual_rejection\": %s",
+      d.step, d.expected_steps, d.actual_steps, Json(d.expected_rejection),
+      Json(d.actual_rejection));
+  if (d.step >= 0) {
+    json += absl::StrFormat(
+        ",\n       \"first_differing_victim_index\": %d, "
+        "\"first_differing_cut_rank\": %d,\n       \"expected\": %s,\n"
+        "       \"actual\": %s",
+        d.victim_index, d.cut_rank, StepJson(d.expected), StepJson(d.actual));
+  }
+  return json + "}";
 }
 
 }  // namespace
@@ -130,9 +172,16 @@ std::string JsonSummary(const RunReport& report, const Verdict& verdict) {
   for (size_t i = 0; i < report.cases.size(); ++i) {
     const CaseReport& c = report.cases[i];
     json += absl::StrFormat(
-        "    {\"id\": %s, \"policy\": %s, \"outcome\": %s, \"seconds\": %.6f}%s\n",
-        Json(c.id), Json(c.policy), Json(OutcomeName(c.outcome)), c.seconds,
-        i + 1 < report.cases.size() ? "," : "");
+        "    {\"id\": %s, \"policy\": %s, \"outcome\": %s, \"seconds\": %.6f",
+        Json(c.id), Json(c.policy), Json(OutcomeName(c.outcome)), c.seconds);
+    if (c.outcome != Outcome::kPass) {
+      json += absl::StrFormat(",\n     \"detail\": %s", Json(c.detail));
+      if (!c.replay.empty()) {
+        json += absl::StrFormat(",\n     \"replay\": %s", Json(c.replay));
+      }
+    }
+    if (c.divergence.has_value()) json += ",\n     " + DivergenceJson(*c.divergence);
+    json += absl::StrFormat("}%s\n", i + 1 < report.cases.size() ? "," : "");
   }
   json += "  ]\n}\n";
   return json;

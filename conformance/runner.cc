@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "cc/registry.h"
 #include "cc/text.h"
 #include "cc/version.h"
@@ -16,38 +17,79 @@ namespace kvspec {
 namespace conformance {
 namespace {
 
-std::string Victims(const kvspec::v1::StepResult& step) {
-  std::vector<std::string> parts;
-  for (uint32_t v : step.victims()) parts.push_back(std::to_string(v));
-  return "[" + absl::StrJoin(parts, " ") + "]";
+// Elements shown either side of the first difference in a long list.
+constexpr int kContext = 4;
+
+// `items` as "[a b c]", with the element at `mark` (if >= 0) as ">>x<<";
+// a list longer than 2 * kContext + 1 shows only the elements around the
+// mark (or its start), with "..." for the rest and its length.
+std::string MarkedList(const std::vector<std::string>& items, int mark,
+                       const char* separator = " ") {
+  const int n = static_cast<int>(items.size());
+  const int centre = mark >= 0 ? mark : 0;
+  int first = 0, last = n;
+  if (n > 2 * kContext + 1) {
+    first = std::max(0, centre - kContext);
+    last = std::min(n, centre + kContext + 1);
+  }
+  std::vector<std::string> shown;
+  if (first > 0) shown.push_back("...");
+  for (int i = first; i < last; ++i) {
+    shown.push_back(i == mark ? ">>" + items[i] + "<<" : items[i]);
+  }
+  if (last < n) shown.push_back("...");
+  std::string text = "[" + absl::StrJoin(shown, separator) + "]";
+  if (first > 0 || last < n) text += absl::StrFormat(" (%d in all)", n);
+  return text;
 }
 
-std::string CutText(const kvspec::v1::StepResult& step) {
-  std::vector<std::string> parts;
+std::vector<std::string> VictimItems(const kvspec::v1::StepResult& step) {
+  std::vector<std::string> items;
+  for (uint32_t v : step.victims()) items.push_back(std::to_string(v));
+  return items;
+}
+
+std::vector<std::string> CutItems(const kvspec::v1::StepResult& step) {
+  std::vector<std::string> items;
   for (const kvspec::v1::RankedPosition& r : step.cut()) {
-    parts.push_back(absl::StrFormat("%d: %s", r.position(), FloatText(r.score())));
+    items.push_back(absl::StrFormat("%d: %s", r.position(), FloatText(r.score())));
   }
-  return absl::StrJoin(parts, ", ");
+  return items;
 }
 
 bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof(a)) == 0; }
 
-bool SameStep(const kvspec::v1::StepResult& a, const kvspec::v1::StepResult& b) {
-  if (a.kept_count() != b.kept_count() ||
-      a.query_cache_position() != b.query_cache_position() ||
-      a.victims_size() != b.victims_size() || a.cut_size() != b.cut_size()) {
-    return false;
-  }
-  for (int i = 0; i < a.victims_size(); ++i) {
-    if (a.victims(i) != b.victims(i)) return false;
-  }
-  for (int i = 0; i < a.cut_size(); ++i) {
-    if (a.cut(i).position() != b.cut(i).position() ||
-        !SameBits(a.cut(i).score(), b.cut(i).score())) {
-      return false;
+// Index of the first victim that differs (a missing one counts), or -1.
+int FirstVictimDifference(const kvspec::v1::StepResult& a,
+                          const kvspec::v1::StepResult& b) {
+  const int n = std::max(a.victims_size(), b.victims_size());
+  for (int i = 0; i < n; ++i) {
+    if (i >= a.victims_size() || i >= b.victims_size() ||
+        a.victims(i) != b.victims(i)) {
+      return i;
     }
   }
-  return true;
+  return -1;
+}
+
+// Rank of the first cut entry that differs in position or score bits, or -1.
+int FirstCutDifference(const kvspec::v1::StepResult& a,
+                       const kvspec::v1::StepResult& b) {
+  const int n = std::max(a.cut_size(), b.cut_size());
+  for (int i = 0; i < n; ++i) {
+    if (i >= a.cut_size() || i >= b.cut_size() ||
+        a.cut(i).position() != b.cut(i).position() ||
+        !SameBits(a.cut(i).score(), b.cut(i).score())) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+bool SameStep(const kvspec::v1::StepResult& a, const kvspec::v1::StepResult& b) {
+  return a.kept_count() == b.kept_count() &&
+         a.query_cache_position() == b.query_cache_position() &&
+         FirstVictimDifference(a, b) < 0 && FirstCutDifference(a, b) < 0;
 }
 
 std::string CategoryText(const kvspec::v1::EvictionLog& log) {
@@ -114,25 +156,51 @@ bool MatchesPattern(const std::string& id, const std::string& pattern) {
   return id == pattern;
 }
 
+std::string ShellQuote(const std::string& text) {
+  return "'" + absl::StrReplaceAll(text, {{"'", "'\\''"}}) + "'";
+}
+
 Outcome CompareLogs(const kvspec::v1::EvictionLog& expected,
                     const kvspec::v1::EvictionLog& actual,
-                    const std::string& replay, std::string& detail) {
+                    const std::string& replay, std::string& detail,
+                    Divergence* divergence) {
+  Divergence d;
+  d.expected_rejection = CategoryText(expected);
+  d.actual_rejection = CategoryText(actual);
+  d.expected_steps = expected.steps_size();
+  d.actual_steps = actual.steps_size();
   const int steps = std::min(expected.steps_size(), actual.steps_size());
   for (int i = 0; i < steps; ++i) {
-    if (SameStep(expected.steps(i), actual.steps(i))) continue;
     const auto& e = expected.steps(i);
     const auto& a = actual.steps(i);
-    detail = absl::StrFormat(
-        "first divergent step: %d\n"
+    if (SameStep(e, a)) continue;
+    d.step = i;
+    d.expected = e;
+    d.actual = a;
+    d.victim_index = FirstVictimDifference(e, a);
+    d.cut_rank = FirstCutDifference(e, a);
+    detail = absl::StrFormat("first divergent step: %d\n", i);
+    if (d.victim_index >= 0) {
+      detail += absl::StrFormat("  victims differ first at index %d (marked >>x<<)\n",
+                                d.victim_index);
+    }
+    detail += absl::StrFormat(
         "  expected victims %s, kept %d, query at %d\n"
         "  actual   victims %s, kept %d, query at %d\n",
-        i, Victims(e), e.kept_count(), e.query_cache_position(), Victims(a),
+        MarkedList(VictimItems(e), d.victim_index), e.kept_count(),
+        e.query_cache_position(), MarkedList(VictimItems(a), d.victim_index),
         a.kept_count(), a.query_cache_position());
     if (e.cut_size() > 0 || a.cut_size() > 0) {
+      if (d.cut_rank >= 0) {
+        detail += absl::StrFormat("  cut differs first at rank %d (marked >>x<<)\n",
+                                  d.cut_rank);
+      }
       detail += absl::StrFormat("  expected cut: %s\n  actual cut:   %s\n",
-                                CutText(e), CutText(a));
+                                MarkedList(CutItems(e), d.cut_rank, ", "),
+                                MarkedList(CutItems(a), d.cut_rank, ", "));
     }
     detail += "  replay: " + replay;
+    if (divergence != nullptr) *divergence = d;
     return Outcome::kMismatch;
   }
   const bool expect_reject = expected.has_rejection();
@@ -145,9 +213,10 @@ Outcome CompareLogs(const kvspec::v1::EvictionLog& expected,
   }
   detail = absl::StrFormat(
       "expected %d steps and %s; the port ran %d steps and gave %s%s\n  replay: %s",
-      expected.steps_size(), CategoryText(expected), actual.steps_size(),
-      CategoryText(actual),
+      expected.steps_size(), d.expected_rejection, actual.steps_size(),
+      d.actual_rejection,
       did_reject ? " (\"" + actual.rejection().message() + "\")" : "", replay);
+  if (divergence != nullptr) *divergence = d;
   if (expect_reject && !did_reject) return Outcome::kWrongAccept;
   if (!expect_reject && did_reject) return Outcome::kWrongReject;
   return Outcome::kMismatch;
@@ -206,9 +275,20 @@ class Session {
   // Runs one case; the outcome and detail go into `report`. Returns whether
   // the port must be restarted afterwards.
   bool RunCase(const vectors::LoadedCase& loaded, CaseReport& report) {
-    const std::string replay = absl::StrFormat(
-        "bazel run //conformance:runner -- --port='%s' --case=%s",
-        options_.port_command, loaded.vector->id());
+    // The replay line: the runner binary itself where it is known (it runs
+    // as printed, in or out of a checkout), and the `bazel run` form. Case
+    // IDs need no quoting: they are [a-z0-9/.-] (spec/vectors.md#cases).
+    const std::string in_checkout =
+        absl::StrFormat("bazel run //conformance:runner -- --port=%s --case=%s",
+                        ShellQuote(options_.port_command),
+                        loaded.vector->id());
+    report.replay = options_.replay_prefix.empty()
+                        ? in_checkout
+                        : options_.replay_prefix + " --case=" + loaded.vector->id();
+    const std::string replay =
+        options_.replay_prefix.empty()
+            ? in_checkout
+            : report.replay + "\n  in a checkout: " + in_checkout;
     if (port_->HasOutputOutOfTurn()) {
       return Broken(report, Outcome::kProtocolError,
                     "the port wrote to stdout out of turn before this case");
@@ -251,10 +331,17 @@ class Session {
                                     response.seq(), seq));
     }
     switch (response.result_case()) {
-      case v1::Response::kLog:
+      case v1::Response::kLog: {
+        Divergence divergence;
         report.outcome = CompareLogs(loaded.vector->expected(), response.log(),
-                                     replay, report.detail);
+                                     replay, report.detail, &divergence);
+        if (report.outcome == Outcome::kPass) {
+          report.replay.clear();
+        } else {
+          report.divergence = divergence;
+        }
         return false;
+      }
       case v1::Response::kSkipped:
         report.outcome = Outcome::kSkipped;
         report.detail = response.skipped().reason();

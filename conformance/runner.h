@@ -6,6 +6,7 @@
 #define KVSPEC_CONFORMANCE_RUNNER_H_
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,11 @@ bool ParseOutcome(const std::string& text, Outcome& outcome);
 
 struct RunnerOptions {
   std::string port_command;
+  // The command that reruns one case, with "--case=<id>" appended: the
+  // runner binary by its absolute path, the vectors folder and the port, in
+  // the directory the port command is resolved from. Empty: a `bazel run`
+  // line (for callers that are not the runner binary).
+  std::string replay_prefix;
   double timeout_seconds = 60.0;
   size_t max_frame_bytes = size_t{64} << 20;
   int max_restarts = 3;
@@ -59,6 +65,22 @@ struct RunnerOptions {
   std::function<void(size_t done, size_t total)> progress;
 };
 
+// Where a port's log first departs from the vector's (spec/protocol.md's
+// `pass` rule), for reports a porter triages from.
+struct Divergence {
+  // The first step whose record differs, or -1 when every step both ran
+  // agrees and the difference is in the number of steps or the rejection.
+  int step = -1;
+  kvspec::v1::StepResult expected, actual;  // that step's records
+  // Index of the first differing victim, or -1 if the victims agree.
+  int victim_index = -1;
+  // Rank of the first differing cut entry (position or score bits), or -1.
+  int cut_rank = -1;
+  // "INVALID_PARAMETER at step -1", or "no rejection".
+  std::string expected_rejection, actual_rejection;
+  int expected_steps = 0, actual_steps = 0;
+};
+
 struct CaseReport {
   std::string id;
   std::string policy;
@@ -66,6 +88,10 @@ struct CaseReport {
   // Empty for a pass; otherwise what went wrong, several lines.
   std::string detail;
   double seconds = 0.0;
+  // For a mismatch, wrong accept or wrong reject: where the logs part.
+  std::optional<Divergence> divergence;
+  // The command line that reruns this case alone (empty for a pass).
+  std::string replay;
 };
 
 struct Exclusion {
@@ -83,11 +109,17 @@ struct RunReport {
 bool MatchesPattern(const std::string& id, const std::string& pattern);
 
 // Compares a port's log with a vector's expected log (spec/protocol.md's
-// `pass` rule) and explains the first difference. `replay` is the one-line
-// command that reruns the case alone.
+// `pass` rule) and explains the first difference: the step, the first
+// differing victim and cut entry marked, long lists cut around them. `replay`
+// is the one-line command that reruns the case alone. `divergence`, when
+// given, receives the same in structured form (unchanged on a pass).
 Outcome CompareLogs(const kvspec::v1::EvictionLog& expected,
                     const kvspec::v1::EvictionLog& actual,
-                    const std::string& replay, std::string& detail);
+                    const std::string& replay, std::string& detail,
+                    Divergence* divergence = nullptr);
+
+// `text` quoted for /bin/sh: in single quotes, each ' written as '\''.
+std::string ShellQuote(const std::string& text);
 
 // Runs the selected cases. Refuses (FailedPrecondition) a port that cannot
 // be started, fails the handshake, or speaks another protocol version:

@@ -4,6 +4,8 @@
 //   bazel run //conformance:runner -- --port=... --policy=snapkv --case='snapkv/ring/*'
 //   bazel run //conformance:runner -- --port=... --expectations=FILE --junit=out.xml
 //   bazel run //conformance:runner -- --case=ID --dump=FILE   # frames to replay by hand
+#include <limits.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -77,6 +79,21 @@ bool WriteFile(const std::string& path, const std::string& text) {
   return static_cast<bool>(out);
 }
 
+std::string RealPath(const std::string& path) {
+  char resolved[PATH_MAX];
+  return realpath(path.c_str(), resolved) != nullptr ? resolved : path;
+}
+
+// The replay line's start: this very binary, the vectors and the port, run
+// from the directory the port command is resolved in, so the line works as
+// printed wherever the porter pastes it.
+std::string ReplayPrefix(const std::string& vectors, const std::string& port) {
+  char cwd[PATH_MAX];
+  const std::string here = getcwd(cwd, sizeof cwd) != nullptr ? cwd : ".";
+  return "cd " + ShellQuote(here) + " && " + ShellQuote(RealPath("/proc/self/exe")) +
+         " --vectors=" + ShellQuote(RealPath(vectors)) + " --port=" + ShellQuote(port);
+}
+
 int Main() {
   std::string directory = absl::GetFlag(FLAGS_vectors);
   if (directory.empty()) directory = DefaultVectors();
@@ -109,6 +126,7 @@ int Main() {
     std::fprintf(stderr, "runner: --port is required (see --help)\n");
     return 2;
   }
+  options.replay_prefix = ReplayPrefix(directory, options.port_command);
   options.timeout_seconds = absl::GetFlag(FLAGS_timeout_seconds);
   options.max_restarts = absl::GetFlag(FLAGS_max_restarts);
   options.max_frame_bytes = absl::GetFlag(FLAGS_max_frame_bytes);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "conformance/expectations.h"
+#include "conformance/report.h"
 #include "gtest/gtest.h"
 #include "tools/vectors/load.h"
 
@@ -143,8 +144,8 @@ TEST(Runner, AMismatchNamesTheFirstDivergentStepAndAReplayCommand) {
   const Summary s = RunCases(Fake("wrong_victims"));
   EXPECT_EQ(s.outcomes, (Outcomes{"pass", "mismatch", "pass", "pass"}));
   EXPECT_NE(s.detail.find("first divergent step: 1"), std::string::npos) << s.detail;
-  EXPECT_NE(s.detail.find("expected victims [2]"), std::string::npos) << s.detail;
-  EXPECT_NE(s.detail.find("actual   victims [3]"), std::string::npos) << s.detail;
+  EXPECT_NE(s.detail.find("expected victims [>>2<<]"), std::string::npos) << s.detail;
+  EXPECT_NE(s.detail.find("actual   victims [>>3<<]"), std::string::npos) << s.detail;
   EXPECT_NE(s.detail.find("--case=streamingllm/chunk/crosses-capacity"),
             std::string::npos)
       << s.detail;
@@ -162,6 +163,56 @@ TEST(Runner, AMismatchShowsTheCutWithExactScores) {
   EXPECT_NE(report->cases[0].detail.find("1: 0.25 (0x3fd0000000000000)"),
             std::string::npos)
       << report->cases[0].detail;
+}
+
+TEST(Runner, AMismatchMarksTheFirstDifferingVictimInALongList) {
+  // window at its defaults evicts 88 positions at step 0; the fake changes
+  // the seventh.
+  const char* id = "window/defaults/budget-512";
+  const auto report = RunConformance(Vectors(), Fake("wrong_late_victim", id, id));
+  ASSERT_TRUE(report.ok());
+  ASSERT_EQ(report->cases.size(), 1u);
+  const CaseReport& c = report->cases[0];
+  EXPECT_EQ(c.outcome, Outcome::kMismatch);
+  EXPECT_NE(c.detail.find("victims differ first at index 6"), std::string::npos) << c.detail;
+  EXPECT_NE(c.detail.find("expected victims [... 2 3 4 5 >>6<< 7 8 9 10 ...] (88 in all)"),
+            std::string::npos)
+      << c.detail;
+  EXPECT_NE(c.detail.find("actual   victims [... 2 3 4 5 >>100006<< 7 8 9 10 ...] (88 in all)"),
+            std::string::npos)
+      << c.detail;
+  ASSERT_TRUE(c.divergence.has_value());
+  EXPECT_EQ(c.divergence->step, 0);
+  EXPECT_EQ(c.divergence->victim_index, 6);
+  EXPECT_EQ(c.divergence->expected.victims_size(), 88);
+  // The JSON report carries the same, for triage without the text.
+  const std::string json = JsonSummary(*report, Judge(*report, {}));
+  EXPECT_NE(json.find("\"first_divergent_step\": 0"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"first_differing_victim_index\": 6"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"victims\": [0, 1, 2, 3, 4, 5, 100006, 7"), std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"replay\": "), std::string::npos) << json;
+}
+
+TEST(Runner, AMismatchMarksTheFirstDifferingCutEntry) {
+  const char* id = "tova/ties/equal-latest-evict-lower";
+  const auto report = RunConformance(Vectors(), Fake("wrong_victims", id, id));
+  ASSERT_TRUE(report.ok());
+  ASSERT_EQ(report->cases.size(), 1u);
+  const CaseReport& c = report->cases[0];
+  ASSERT_TRUE(c.divergence.has_value());
+  // The fake changes the victim and leaves the cut: the cut agrees, and the
+  // victims differ at index 0.
+  EXPECT_EQ(c.divergence->victim_index, 0);
+  EXPECT_EQ(c.divergence->cut_rank, -1);
+  EXPECT_NE(c.detail.find("expected victims [>>1<<]"), std::string::npos) << c.detail;
+  const std::string json = JsonSummary(*report, Judge(*report, {}));
+  EXPECT_NE(json.find("\"bits\": \"0x3fd0000000000000\""), std::string::npos) << json;
+}
+
+TEST(Runner, ShellQuoteSurvivesQuotes) {
+  EXPECT_EQ(ShellQuote("a b"), "'a b'");
+  EXPECT_EQ(ShellQuote("it's"), "'it'\\''s'");
 }
 
 TEST(Runner, WrongAcceptAndWrongReject) {

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The main job: runs every vector against every bundled port (the reference
 # testee, Rust, Python) through the conformance runner, and ends with one
-# table, port by policy, passed/failed.
+# table, port by policy, passed/failed, with each port's wall time.
 #
 #   tools/conform_all.sh          (after tools/setup.sh)
 set -uo pipefail
@@ -29,9 +29,12 @@ status=0
 for entry in "${ports[@]}"; do
   IFS=: read -r name command expectations <<<"$entry"
   echo "running $name" >&2
+  start=$(date +%s.%N)
   "$bin/conformance/runner" --vectors=vectors --port="$command" \
     --expectations="$expectations" --json="$work/$name.json" >"$work/$name.txt" 2>&1 \
     || { status=1; echo "== $name: unexpected outcomes =="; grep -E '^FAIL|: (mismatch|wrong|crash|timeout|protocol|error)' "$work/$name.txt" | head -20; }
+  # Wall time of the whole run: port start-up, every case, the comparison.
+  echo "$start $(date +%s.%N)" | awk '{printf "%.1f\n", $2 - $1}' >"$work/$name.seconds"
 done
 python3 - "$work" "${ports[@]}" <<'PY'
 import json, sys
@@ -55,16 +58,18 @@ for name in names:
         c[0 if ok else 1] += 1
     table[name] = counts
 policies = sorted(policies)
-print("| port | " + " | ".join(policies) + " | total |")
-print("| --- |" + " ---: |" * (len(policies) + 1))
+print("| port | " + " | ".join(policies) + " | total | wall time |")
+print("| --- |" + " ---: |" * (len(policies) + 2))
 for name in names:
     counts = table[name]
     if counts is None:
-        print(f"| {name} | " + " | ".join("-" for _ in policies) + " | did not run |")
+        print(f"| {name} | " + " | ".join("-" for _ in policies) + " | did not run | |")
         continue
     cells = [f"{counts.get(p, [0, 0])[0]}/{sum(counts.get(p, [0, 0]))}" for p in policies]
     passed = sum(c[0] for c in counts.values()); total = sum(sum(c) for c in counts.values())
-    print(f"| {name} | " + " | ".join(cells) + f" | {passed}/{total} |")
-print("\ncells are cases passed / cases run, per port and policy")
+    seconds = open(f"{work}/{name}.seconds").read().strip()
+    print(f"| {name} | " + " | ".join(cells) + f" | {passed}/{total} | {seconds} s |")
+print("\ncells are cases passed / cases run, per port and policy; wall time is the"
+      "\nwhole conformance run of each port, one after the other on this machine")
 PY
 exit $status

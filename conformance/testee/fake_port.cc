@@ -95,6 +95,16 @@ int main(int argc, char** argv) {
           break;
         }
       }
+    } else if (mode == "wrong_late_victim") {
+      // A long list wrong deep inside: the seventh victim of the first step
+      // that evicts at least ten.
+      auto* log = response->mutable_log();
+      for (auto& step : *log->mutable_steps()) {
+        if (step.victims_size() >= 10) {
+          step.set_victims(6, step.victims(6) + 100000);
+          break;
+        }
+      }
     } else if (mode == "accept_all") {
       response->mutable_log()->clear_rejection();
     } else if (mode == "reject_all") {
