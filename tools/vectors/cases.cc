@@ -142,6 +142,40 @@ void AddAuditScenarios(SuiteBuilder& b) {
                             WithRow({0.125f, 0.5f, 0.25f}),
                             WithRow({0.0625f, 0.5f, 0.125f, 0.25f}),
                             WithRow({0.5f, 0.25f, 0.0625f, 0.125f, 0.75f})}));
+  // Gaps mutation testing of the Rust port found (spec 0.4.0).
+  // Positions are first + count - 1, never first * count: 65536 x 65536 would
+  // pass 2^32 - 1 (spec/harness.md#refusals).
+  b.Add(Chunks("chunks-65536-65537", {65536, 65537}));
+  {
+    // A seed whose position-1 salience has few significant bits, so that
+    // salience(p) computed with `- 1` or `* 1` in place of `+ 1` moves a
+    // weight by more than binary32 rounding (spec/trace.md#hashes).
+    TraceConfig salience = CanonicalTrace(6);
+    salience.seed = 1590569862383852635u;
+    salience.sinks = 0;
+    salience.recent_length = 0;
+    salience.heavy_count = 0;
+    b.Add(Traced("trace-salience-low-bits", salience));
+    // No heavy hitters but an epoch past the sinks: the heavy part is absent
+    // and adds no mass (spec/trace.md#steps-and-rows).
+    TraceConfig no_heavy = CanonicalTrace(6);
+    no_heavy.sinks = 1;
+    no_heavy.epoch_length = 4;
+    no_heavy.heavy_count = 0;
+    b.Add(Traced("trace-no-heavy-hitters", no_heavy));
+    // Light sinks that compete with the recent positions: the sink share
+    // sink_mass / s decides which are kept (spec/trace.md#steps-and-rows).
+    TraceConfig light_sinks = CanonicalTrace(20);
+    light_sinks.sink_mass = 0.0625;
+    b.Add(Traced("trace-light-sinks", light_sinks));
+    // More draws than candidates: heavy hitters of multiplicity 2 and more,
+    // whose share is (heavy_mass / heavy_count) * m.
+    TraceConfig multiple = CanonicalTrace(8);
+    multiple.sinks = 0;
+    multiple.epoch_length = 4;
+    multiple.heavy_count = 8;
+    b.Add(Traced("trace-heavy-multiplicity", multiple));
+  }
   // A chunk exactly as long as the budget (4): into an empty cache, then into
   // a full one, then one more step.
   b.Add(Explicit("chunks-4-4-1",
@@ -712,6 +746,29 @@ void AddAuditCases(SuiteBuilder& b) {
       }
     }
   }
+  // Gaps mutation testing of the Rust port found.
+  b.Case("full/chunk/positions-add-up", {},
+         "chunks of 65536 and 65537: positions run to 131072, far below 2^32 - 1, "
+         "and every one is kept",
+         P("full", {}), "chunks-65536-65537");
+  b.Case("h2o/trace/salience-low-bits", {},
+         "a seed whose salience(1) is (1000 + 1) * 2^-53: the +1 of "
+         "spec/trace.md#hashes shows in the cut's scores",
+         P("h2o", {{"budget", 4}, {"recent_window", 1}}), "trace-salience-low-bits");
+  b.Case("h2o/trace/no-heavy-hitters", {},
+         "heavy_count 0 past the first epoch: the heavy part is absent and adds "
+         "no mass to M_t",
+         P("h2o", {{"budget", 4}, {"recent_window", 1}}), "trace-no-heavy-hitters");
+  // Trace rules mutation testing caught only through the cut's scores; these
+  // make them change the victims too.
+  b.Case("tova/trace/sink-share-decides", {},
+         "sink_mass 0.0625 over 4 sinks: each sink's 1/64 competes with the "
+         "recent positions' weights",
+         P("tova", {{"budget", 4}, {"recent_window", 1}}), "trace-light-sinks");
+  b.Case("tova/trace/heavy-multiplicity-decides", {},
+         "8 draws among 4 candidates: a heavy hitter drawn m times gets m "
+         "shares, and that decides which are kept",
+         P("tova", {{"budget", 3}, {"recent_window", 1}}), "trace-heavy-multiplicity");
   // A chunk exactly as long as the budget (spec/harness.md#chunked-admission).
   const std::vector<std::pair<std::string, PolicyConfig>> chunked = {
       {"window", P("window", {{"budget", 4}})},

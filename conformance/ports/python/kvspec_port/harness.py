@@ -91,7 +91,7 @@ def run_trace(policy: Policy, gen: trace_mod.TraceGenerator, steps: int, log: Ev
     """A generated trace: step t admits t with weights of the kept positions (RunTrace)."""
     for t in range(steps):
         gen.begin_step(t)
-        attention = gen.weights(policy.kept)
+        attention = gen.weights_array(policy.kept)
         log.steps.append(policy.step_unchecked(t, 1, attention))
 
 

@@ -3,7 +3,8 @@
 `TraceGenerator(config)` validates a TraceConfig (spec/trace.md#parameters,
 INVALID_TRACE) and then produces, step by step, the weight of any position
 p < t (spec/trace.md#streaming): `begin_step(t)` once per step, in order,
-then `weights(positions)` for the positions wanted (the policy's kept ones).
+then `weights(positions)` (a list) or `weights_array(positions)` (a NumPy
+array) for the positions wanted (the policy's kept ones).
 """
 
 from __future__ import annotations
@@ -13,12 +14,38 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
 from .errors import INVALID_TRACE, Refusal
-from .f32 import f32, f32_list
+import numpy as np
+
+from .f32 import f32
 from .rng import GOLDEN_GAMMA, MASK64, Rng, mix64
 
 _NOISE_KEY = 0x6A09E667F3BCC909
 _EPOCH_KEY = 0xBB67AE8584CAA73B
 _TWO_M53 = 2.0 ** -53
+
+_GOLDEN_U = np.uint64(GOLDEN_GAMMA)
+_C1_U = np.uint64(0xBF58476D1CE4E5B9)
+_C2_U = np.uint64(0x94D049BB133111EB)
+_ONE_U = np.uint64(1)
+_TWO_U = np.uint64(2)
+_S11 = np.uint64(11)
+_S27 = np.uint64(27)
+_S30 = np.uint64(30)
+_S31 = np.uint64(31)
+
+
+def f32_list(xs: np.ndarray) -> np.ndarray:
+    """Each binary64 element rounded to binary32 (round to nearest, ties to
+    even, NumPy's cast), returned widened to binary64, exactly."""
+    return np.asarray(xs, dtype=np.float64).astype(np.float32).astype(np.float64)
+
+
+def _mix64_array(x: np.ndarray) -> np.ndarray:
+    """mix64 elementwise on uint64 (spec/rng.md#splitmix64); NumPy's uint64
+    multiplication wraps modulo 2^64, as the spec's does."""
+    x = (x ^ (x >> _S30)) * _C1_U
+    x = (x ^ (x >> _S27)) * _C2_U
+    return x ^ (x >> _S31)
 
 
 @dataclass
@@ -87,14 +114,6 @@ def salience(seed: int, p: int) -> float:
     return ((mix64(x) >> 11) + 1) * _TWO_M53
 
 
-def unit(x: int) -> float:
-    return (x >> 11) * _TWO_M53
-
-
-def jitter(seed: int, t: int, p: int) -> float:
-    return unit(mix64((mix64(seed ^ _NOISE_KEY ^ t) + p) & MASK64))
-
-
 class TraceGenerator:
     def __init__(self, p: TraceParams) -> None:
         self.p = p
@@ -109,9 +128,6 @@ class TraceGenerator:
             acc = acc + d
             self.norms.append(acc)
             d = d * p.recent_decay
-        # salience of the positions asked for at the previous step: memory
-        # follows the kept set, not the run's length (spec/trace.md#streaming).
-        self.sal_cache: Dict[int, float] = {}
         self.z = 0.0  # Z_t, summed from position 0 up
         self.t = -1
         self.epoch: Optional[int] = None
@@ -151,6 +167,9 @@ class TraceGenerator:
                     h = p.sinks + rng.uniform(n)
                     counts[h] = counts.get(h, 0) + 1
                 self.heavy = {h: unit_share * m for h, m in counts.items()}
+            hs = sorted(self.heavy)
+            self._heavy_arrays = (np.array(hs, dtype=np.int64),
+                                  np.array([self.heavy[h] for h in hs], dtype=np.float64))
         # M_t: masses of the present parts, in the order sink, recent, heavy, background.
         m = 0.0
         if self.s > 0:
@@ -165,54 +184,54 @@ class TraceGenerator:
         self.noise_hash = mix64((p.seed ^ _NOISE_KEY ^ t) & MASK64)
 
     def weights(self, positions: Sequence[int]) -> List[float]:
-        """binary32 weights of step t for the given positions (each < t)."""
-        if not positions:
-            return []
+        """binary32 weights of step t for the given positions, as a list."""
+        return self.weights_array(positions).tolist()
+
+    def weights_array(self, positions: Sequence[int]) -> np.ndarray:
+        """binary32 weights of step t for the given positions (each < t).
+
+        Vectorised with NumPy, elementwise only: every weight is a function of
+        its own position, and each element goes through exactly the scalar
+        recipe of spec/trace.md#steps-and-rows (binary64 operations, then a
+        rounding to binary32 where the spec writes f32/+f/*f; a binary64
+        result rounded to binary32 is the correctly rounded binary32 result
+        for + - * /, spec/arithmetic.md#operations). No reduction across
+        positions happens here; Z_t and M_t are scalars summed in order in
+        begin_step.
+        """
+        if len(positions) == 0:
+            return np.zeros(0, dtype=np.float64)
         p = self.p
         t = self.t
-        old = self.sal_cache
-        seed = p.seed
-        sal = {q: old[q] if q in old else salience(seed, q) for q in positions}
-        self.sal_cache = sal
-        z = self.z
-        bm = p.background_mass
-        h = self.noise_hash
-        C1 = 0xBF58476D1CE4E5B9
-        C2 = 0x94D049BB133111EB
-        M = MASK64
+        q = np.asarray(positions, dtype=np.int64)
+        qu = q.astype(np.uint64)
+        # salience(p) (spec/trace.md#hashes), uint64 arithmetic wraps mod 2^64.
+        x = np.uint64(p.seed) + _GOLDEN_U * (qu * _TWO_U + _ONE_U)
+        sal = ((_mix64_array(x) >> _S11) + _ONE_U).astype(np.float64) * _TWO_M53
         # Background, partly binary32 (spec/trace.md#steps-and-rows).
-        shares = f32_list([(bm * sal[q]) / z for q in positions])
-        jits64 = []
-        for q in positions:
-            x = (h + q) & M
-            x = ((x ^ (x >> 30)) * C1) & M
-            x = ((x ^ (x >> 27)) * C2) & M
-            x ^= x >> 31
-            jits64.append(2.0 * ((x >> 11) * _TWO_M53) - 1.0)
-        jits = f32_list(jits64)
-        n32 = self.noise32
-        prods = f32_list([n32 * j for j in jits])
-        factors = f32_list([1.0 + x for x in prods])
-        noisy = f32_list([a * b for a, b in zip(shares, factors)])
-        s = self.s
-        sink_share = self.sink_share
-        rec_lo = self.rec_lo if self.rec_c > 0 else t
-        rec_shares = self.rec_shares if self.rec_c > 0 else None
-        heavy = self.heavy if self.heavy_present else {}
-        m = self.m
-        out = []
-        for q, nz in zip(positions, noisy):
-            c = 0.0
-            if q < s:
-                c = c + sink_share
-            if q >= rec_lo:
-                c = c + rec_shares[t - 1 - q]
-            hv = heavy.get(q)
-            if hv is not None:
-                c = c + hv
-            c = c + nz
-            out.append(c / m)
-        return f32_list(out)
+        shares = f32_list((p.background_mass * sal) / self.z)
+        jits = f32_list(2.0 * ((_mix64_array(np.uint64(self.noise_hash) + qu) >> _S11).astype(np.float64) * _TWO_M53) - 1.0)
+        prods = f32_list(self.noise32 * jits)
+        factors = f32_list(1.0 + prods)
+        noisy = f32_list(shares * factors)
+        # c = 0.0, then + sink, + recent, + heavy, + noisy, in that order,
+        # per position. Where a part does not apply to a position this adds
+        # +0.0 instead of skipping the addition: c is never -0.0 or NaN
+        # (every share is a finite value with the sign bit clear), and
+        # c + (+0.0) == c exactly, so the result is bit-identical.
+        c = np.zeros(len(q), dtype=np.float64)
+        if self.s > 0:
+            c = c + np.where(q < self.s, self.sink_share, 0.0)
+        if self.rec_c > 0:
+            rec = np.asarray(self.rec_shares, dtype=np.float64)
+            k = np.minimum(t - 1 - q, self.rec_c - 1)  # q < t, so k >= 0
+            c = c + np.where(q >= self.rec_lo, rec[k], 0.0)
+        if self.heavy_present and self.heavy:
+            hpos, hval = self._heavy_arrays
+            i = np.minimum(np.searchsorted(hpos, q), len(hpos) - 1)
+            c = c + np.where(hpos[i] == q, hval[i], 0.0)
+        c = c + noisy
+        return f32_list(c / self.m)
 
     def row(self) -> List[float]:
         return self.weights(range(self.t))

@@ -148,23 +148,23 @@ def _():
     original = trace.f32_list
     state = {"calls": 0}
 
-    # In TraceGenerator.weights the third f32_list call rounds the products
+    # In TraceGenerator.weights_array the third f32_list call rounds the products
     # noise * jit; skipping it fuses the product into the following add.
-    def weights(self, positions):
+    def weights_array(self, positions):
         state["calls"] = 0
 
         def f32_list_fused(xs):
             state["calls"] += 1
             if state["calls"] == 3:  # the products: leave them unrounded
-                return list(xs)
+                return xs
             return original(xs)
         trace.f32_list = f32_list_fused
         try:
             return original_weights(self, positions)
         finally:
             trace.f32_list = original
-    original_weights = trace.TraceGenerator.weights
-    trace.TraceGenerator.weights = weights
+    original_weights = trace.TraceGenerator.weights_array
+    trace.TraceGenerator.weights_array = weights_array
 
 
 @mutant("draws-descending", "random", "random.md#draws: draws index the candidates in descending order")

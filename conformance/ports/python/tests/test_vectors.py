@@ -14,12 +14,16 @@ from kvspec_port.proto import conformance_pb2 as cpb
 from kvspec_port.proto import kvspec_pb2 as kpb
 from kvspec_port.testee import handle_request
 
-VECTORS = os.path.join(REPO_ROOT, "vectors")
+# KVSPEC_VECTORS: another vectors folder (e.g. a snapshot, for mutation runs).
+VECTORS = os.environ.get("KVSPEC_VECTORS") or os.path.join(REPO_ROOT, "vectors")
 LONG = os.environ.get("KVSPEC_LONG") == "1"
 
 
 def load_cases():
+    """Every case, the short ones first (so that `pytest -x` stops early on a
+    broken port), then the long canonical-trace ones, each group in file order."""
     out = []
+    long_out = []
     for path in sorted(glob.glob(os.path.join(VECTORS, "*.pb"))):
         vf = kpb.VectorFile.FromString(open(path, "rb").read())
         assert vf.schema == "kvspec.vectors.v1"
@@ -27,9 +31,10 @@ def load_cases():
         for case in vf.cases:
             sc = scenarios[case.scenario_id]
             long_case = sc.HasField("trace") and sc.trace.steps > 300
-            out.append(pytest.param(case, sc, id=case.id,
-                                    marks=[] if LONG or not long_case else [pytest.mark.skip("KVSPEC_LONG=1 runs it")]))
-    return out
+            (long_out if long_case else out).append(pytest.param(
+                case, sc, id=case.id,
+                marks=[] if LONG or not long_case else [pytest.mark.skip("KVSPEC_LONG=1 runs it")]))
+    return out + long_out
 
 
 def normalised(log):

@@ -7,12 +7,13 @@ A step records (spec/harness.md#the-decode-step), admits, then evicts
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
 from ..errors import ATTENTION_LENGTH, ATTENTION_VALUE, INVALID_PARAMETER, POSITION, Refusal
 from ..f32 import weight_ok
+
+import numpy as np
 
 MAX_POSITION = (1 << 32) - 1
 U32_MAX = (1 << 32) - 1
@@ -134,22 +135,21 @@ class ScorePolicy(RecentWindowMixin, BudgetPolicy):
         k = n - self.budget
         if k <= 0:
             return [], []
-        scores = self.scores()
+        scores = np.asarray(self.scores(), dtype=np.float64)
         kept = self.kept
         m = n - self.params["recent_window"]  # candidates: slots [0, m)
         want = min(m, k + 4)
-        # Rank: score ascending, then position ascending (a total order).
-        key = lambda i: (scores[i], kept[i])  # noqa: E731
-        if want * 4 < m:
-            ranked = heapq.nsmallest(want, range(m), key=key)
-        else:
-            ranked = sorted(range(m), key=key)[:want]
+        # Rank: score ascending, then position ascending (a total order,
+        # spec/harness.md#victims). lexsort compares the binary64 scores
+        # exactly (no arithmetic); positions are distinct, so ties on the
+        # score are broken by position and the order is unique.
+        ranked = np.lexsort((np.asarray(kept[:m], dtype=np.int64), scores[:m]))[:want].tolist()
         victim_slots = ranked[:k]
-        cut = [(kept[i], scores[i]) for i in ranked]
-        keep = [True] * n
-        for i in victim_slots:
-            keep[i] = False
+        cut = [(kept[i], float(scores[i])) for i in ranked]
+        keep = np.ones(n, dtype=bool)
+        keep[victim_slots] = False
         victims = sorted(kept[i] for i in victim_slots)
-        self.kept = [p for p, kp in zip(kept, keep) if kp]
+        for i in sorted(victim_slots, reverse=True):
+            del kept[i]
         self.remove_slots(keep)
         return victims, cut

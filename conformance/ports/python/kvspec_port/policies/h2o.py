@@ -5,7 +5,7 @@ accumulated in step order, one addition per recorded step; a new position
 starts at +0.0 (spec/harness.md#unobserved-positions).
 """
 
-from operator import add
+import numpy as np
 
 from .base import ScorePolicy
 
@@ -19,13 +19,15 @@ class H2oPolicy(ScorePolicy):
 
     def record(self, attention):
         # cumulative[slot] += double(weight); Python floats are binary64.
-        self.cumulative = list(map(add, self.cumulative, attention))
+        # Elementwise, one binary64 addition per slot: the order per slot is
+        # the step order, exactly as in the scalar loop.
+        self.cumulative = np.asarray(self.cumulative, dtype=np.float64) + np.asarray(attention, dtype=np.float64)
 
     def admitted(self, count):
-        self.cumulative.extend([0.0] * count)
+        self.cumulative = np.concatenate((np.asarray(self.cumulative, dtype=np.float64), np.zeros(count)))
 
     def scores(self):
         return self.cumulative
 
     def remove_slots(self, keep):
-        self.cumulative = [c for c, kp in zip(self.cumulative, keep) if kp]
+        self.cumulative = np.asarray(self.cumulative, dtype=np.float64)[np.asarray(keep, dtype=bool)]

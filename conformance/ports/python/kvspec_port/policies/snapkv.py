@@ -10,8 +10,7 @@ starting at +0.0; pooling (#pooling) is the maximum over kept slots
 i - r .. i + r clamped to the kept set, protected slots included.
 """
 
-from collections import deque
-from operator import add
+import numpy as np
 
 from ..errors import INVALID_PARAMETER, Refusal
 from .base import BUDGET, RECENT_WINDOW, ScorePolicy
@@ -51,59 +50,63 @@ class SnapKvPolicy(ScorePolicy):
         if self.columns is None and self.recorded >= self.obs:
             # First overwrite: materialise every ring index, in kept order.
             kept = self.kept
-            self.columns = [[col.get(p, 0.0) for p in kept] for col in self.pending]
+            self.columns = np.array([[col.get(p, 0.0) for p in kept] for col in self.pending],
+                                    dtype=np.float64).reshape(self.obs, len(kept))
             self.pending = None
         if self.columns is None:
             self.pending[self.cursor] = dict(zip(self.kept, attention))
-            self.running = list(map(add, self.running, attention))
+            # One binary64 addition per slot (elementwise, order kept).
+            self.running = np.asarray(self.running, dtype=np.float64) + np.asarray(attention, dtype=np.float64)
         else:
-            self.columns[self.cursor] = list(attention)
+            self.columns = np.asarray(self.columns, dtype=np.float64)
+            self.columns[self.cursor] = attention
         self.cursor = (self.cursor + 1) % self.obs
         self.recorded += 1
 
     def admitted(self, count):
-        zeros = [0.0] * count
         if self.columns is None:
-            self.running.extend(zeros)
+            self.running = np.concatenate((np.asarray(self.running, dtype=np.float64), np.zeros(count)))
         else:
-            for col in self.columns:
-                col.extend(zeros)
+            cols = np.asarray(self.columns, dtype=np.float64).reshape(self.obs, -1)
+            self.columns = np.concatenate((cols, np.zeros((self.obs, count))), axis=1)
 
     def window_sums(self):
         if self.columns is None:
             return self.running
-        n = len(self.kept)
-        sums = [0.0] * n
-        for col in self.columns:  # ring index order, 0 upward
-            sums = list(map(add, sums, col))
+        cols = np.asarray(self.columns, dtype=np.float64)
+        sums = np.zeros(len(self.kept), dtype=np.float64)
+        # Ring index order, 0 upward: an explicit loop of elementwise
+        # binary64 additions (never a NumPy reduction, whose order is not
+        # the spec's).
+        for j in range(self.obs):
+            sums = sums + cols[j]
         return sums
 
     def scores(self):
-        sums = self.window_sums()
+        sums = np.asarray(self.window_sums(), dtype=np.float64)
         r = self.r
-        if r == 0:
-            return sums
         n = len(sums)
-        pooled = [0.0] * n
-        # Sliding-window maximum over [max(0, i - r), min(n - 1, i + r)].
-        dq = deque()  # indices with decreasing sums
-        nxt = 0
-        for i in range(n):
-            hi = min(n - 1, i + r)
-            while nxt <= hi:
-                v = sums[nxt]
-                while dq and sums[dq[-1]] <= v:
-                    dq.pop()
-                dq.append(nxt)
-                nxt += 1
-            lo = i - r
-            while dq[0] < lo:
-                dq.popleft()
-            pooled[i] = sums[dq[0]]
-        return pooled
+        if r == 0 or n == 0:
+            return sums
+        # Maximum over [max(0, i - r), min(n - 1, i + r)] (van Herk /
+        # Gil-Werman). A maximum selects one of its operands exactly, so the
+        # grouping does not matter; the sums are never NaN and never -0.0
+        # (they start at +0.0 and add non-negative weights), so the pad
+        # value -inf never wins over a real slot.
+        r = min(r, n - 1)
+        w = 2 * r + 1
+        padded_len = -(-(n + 2 * r) // w) * w
+        pad = np.full(padded_len, -np.inf)
+        pad[r:r + n] = sums
+        blocks = pad.reshape(-1, w)
+        g = np.maximum.accumulate(blocks, axis=1).ravel()  # from each block's start
+        h = np.maximum.accumulate(blocks[:, ::-1], axis=1)[:, ::-1].ravel()  # to each block's end
+        i = np.arange(n)
+        return np.maximum(h[i], g[i + w - 1])
 
     def remove_slots(self, keep):
+        mask = np.asarray(keep, dtype=bool)
         if self.columns is None:
-            self.running = [w for w, kp in zip(self.running, keep) if kp]
+            self.running = np.asarray(self.running, dtype=np.float64)[mask]
         else:
-            self.columns = [[w for w, kp in zip(col, keep) if kp] for col in self.columns]
+            self.columns = np.asarray(self.columns, dtype=np.float64).reshape(self.obs, -1)[:, mask]

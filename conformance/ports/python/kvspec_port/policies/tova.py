@@ -4,6 +4,8 @@ The latest weight is stored as given (a binary32 value); its score is that
 weight widened to binary64, which is exact. Null attention keeps it.
 """
 
+import numpy as np
+
 from .base import ScorePolicy
 
 
@@ -15,13 +17,13 @@ class TovaPolicy(ScorePolicy):
         self.latest = []
 
     def record(self, attention):
-        self.latest = list(attention)
+        self.latest = np.asarray(attention, dtype=np.float64)
 
     def admitted(self, count):
-        self.latest.extend([0.0] * count)
+        self.latest = np.concatenate((np.asarray(self.latest, dtype=np.float64), np.zeros(count)))
 
     def scores(self):
         return self.latest
 
     def remove_slots(self, keep):
-        self.latest = [w for w, kp in zip(self.latest, keep) if kp]
+        self.latest = np.asarray(self.latest, dtype=np.float64)[np.asarray(keep, dtype=bool)]
