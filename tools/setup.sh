@@ -7,8 +7,9 @@
 # (tools/determinism.sh builds with both), GoogleTest, Abseil, Protobuf and
 # protoc, pkg-config, and python3 with venv. For the bundled ports: the Rust
 # toolchain (cargo from rustup when the machine has it, else Debian's cargo),
-# and a virtual environment for the Python port with its pinned packages from
-# PyPI. Uses sudo for apt-get when not run as root.
+# a virtual environment for the Python port with its pinned packages from
+# PyPI, and the mutation testers (mutmut from PyPI, cargo-mutants from
+# crates.io). Uses sudo for apt-get when not run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -70,6 +71,23 @@ if [[ -f conformance/ports/python/requirements.txt ]]; then
     echo "setup: pip install failed" >&2
     exit 1
   fi
-  echo "setup: $venv has $(conformance/ports/python/.venv/bin/python -m pip list 2>/dev/null | grep -E '^(protobuf|pytest) ' | tr -s ' ' | paste -sd, -)"
+  # Mutation testing of the port (tools/mutation.sh): mutmut, pinned.
+  if ! "$venv/bin/python" -m pip install -q -r conformance/ports/python/requirements-mutation.txt \
+      >/dev/null; then
+    echo "setup: pip install of mutmut failed" >&2
+    exit 1
+  fi
+  echo "setup: $venv has $(conformance/ports/python/.venv/bin/python -m pip list 2>/dev/null | grep -E '^(protobuf|pytest|numpy|mutmut) ' | tr -s ' ' | paste -sd, -)"
+fi
+
+# Mutation testing of the Rust port (tools/mutation.sh): cargo-mutants,
+# pinned, built from crates.io (a few minutes on two cores, once).
+if command -v cargo >/dev/null; then
+  if cargo mutants --version 2>/dev/null | grep -q "^cargo-mutants 27.1.0$"; then
+    echo "setup: $(cargo mutants --version) is installed"
+  else
+    echo "setup: installing cargo-mutants 27.1.0 (cargo install --locked)"
+    cargo install -q --locked cargo-mutants --version 27.1.0
+  fi
 fi
 echo "setup: done"

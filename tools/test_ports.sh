@@ -1,6 +1,7 @@
 #!/bin/bash
 # Builds and tests each bundled port, then runs it through the conformance
-# runner against every vector with its expectation file. Prints one line per
+# runner against every vector with its expectation file, then the mutation
+# sample (tools/mutation.sh --sample). Prints one line per
 # check, "NAME: N passed, M failed", for tools/test_summary.py.
 #
 #   tools/test_ports.sh          (after `bazel build //conformance:runner`)
@@ -70,4 +71,8 @@ if [[ -x "$venv/bin/python" ]]; then
 else
   echo "python-unit: 0 passed, 1 failed (no $venv: run tools/setup.sh)"; status=1
 fi
+# Mutation testing, the fixed sample (tools/mutation.sh --sample): every
+# mutant of the sample killed by a vector, or argued in the port's
+# mutants-equivalent.md.
+tools/mutation.sh --sample || status=1
 exit $status
