@@ -231,8 +231,8 @@ bool RepairRevealsAnother(const CaseContext& c,
           after.refused_step != c.expected.refused_step);
 }
 
-// Another valid value of an integer parameter, or of a trace field, near its
-// default: the census's counterfactual for a default.
+// Values near a policy parameter's default, the census's counterfactuals for
+// it (each used only if it lies in the parameter's range and is accepted).
 std::vector<int64_t> NearbyValues(int64_t value) {
   return {value - 1, value + 1, value - 2, value + 2, value / 2, value * 2};
 }
