@@ -20,6 +20,7 @@ absl::StatusCode DefaultCode(ErrorCategory category) {
     case ErrorCategory::kAttentionLength:
     case ErrorCategory::kAttentionValue:
     case ErrorCategory::kInvalidTrace:
+    case ErrorCategory::kInvalidHeads:
     case ErrorCategory::kUnspecified:
       break;
   }
@@ -42,6 +43,8 @@ absl::string_view CategoryName(ErrorCategory category) {
       return "POSITION";
     case ErrorCategory::kInvalidTrace:
       return "INVALID_TRACE";
+    case ErrorCategory::kInvalidHeads:
+      return "INVALID_HEADS";
     case ErrorCategory::kUnspecified:
       break;
   }
@@ -64,7 +67,7 @@ ErrorCategory CategoryOf(const absl::Status& status) {
   const auto payload = status.GetPayload(kCategoryPayloadUrl);
   if (!payload.has_value()) return ErrorCategory::kUnspecified;
   const std::string text(*payload);
-  for (int c = 1; c <= static_cast<int>(ErrorCategory::kInvalidTrace); ++c) {
+  for (int c = 1; c <= static_cast<int>(ErrorCategory::kInvalidHeads); ++c) {
     if (text == std::to_string(c)) return static_cast<ErrorCategory>(c);
   }
   return ErrorCategory::kUnspecified;

@@ -33,6 +33,7 @@ enum class ErrorCategory {
   kAttentionValue = 4,
   kPosition = 5,
   kInvalidTrace = 6,
+  kInvalidHeads = 7,
 };
 
 // The spec's name of a category, e.g. "INVALID_PARAMETER".

@@ -24,6 +24,8 @@ TEST(Refuse, CarriesItsCategoryAndCanonicalCode) {
        "POSITION"},
       {ErrorCategory::kInvalidTrace, absl::StatusCode::kInvalidArgument,
        "INVALID_TRACE"},
+      {ErrorCategory::kInvalidHeads, absl::StatusCode::kInvalidArgument,
+       "INVALID_HEADS"},
   };
   for (const Case& c : cases) {
     const absl::Status status = Refuse(c.category, "message");

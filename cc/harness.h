@@ -37,8 +37,12 @@ struct ScenarioStep {
   // Number of positions admitted (the chunk); at least 1.
   uint32_t admit = 1;
   // Full-cache attention row: one weight per position admitted before this
-  // step. nullopt is null attention.
+  // step. nullopt is null attention. With one query head only.
   std::optional<std::vector<float>> attention;
+  // With several query heads (spec/heads.md#rows-per-head): one full-cache
+  // row per query head, head 0 first; empty (and `attention` nullopt) is
+  // null attention.
+  std::vector<std::vector<float>> heads;
 };
 
 // Either explicit steps or a generated trace (spec/trace.md), not both.
@@ -46,6 +50,9 @@ struct Scenario {
   std::string id;
   std::vector<ScenarioStep> steps;
   std::optional<TraceConfig> trace;
+  // spec/heads.md#head-counts; absent is 1.
+  std::optional<uint32_t> query_heads;
+  std::optional<uint32_t> kv_heads;
 };
 
 // spec/harness.md#eviction-log.
@@ -55,10 +62,13 @@ struct StepRecord {
   uint32_t query_cache_position = 0;  // kept count before the step
   // spec/vectors.md#the-cut: recorded only when RunOptions::record_cut.
   std::vector<RankedCandidate> cut;
+  // spec/heads.md#the-eviction-log: with more than one kept set, one record
+  // per set (each with `sets` empty) and the fields above left empty.
+  std::vector<StepRecord> sets;
   bool operator==(const StepRecord& other) const {
     return victims == other.victims && kept_count == other.kept_count &&
            query_cache_position == other.query_cache_position &&
-           cut == other.cut;
+           cut == other.cut && sets == other.sets;
   }
 };
 
@@ -86,14 +96,17 @@ struct RunResult {
   int64_t refused_step = -1;
 };
 
-// Runs `scenario` through `policy`, a freshly built policy. A scenario with a
-// trace is streamed (RunTrace); one with both steps and a trace is refused,
-// INVALID_TRACE.
+// Runs `scenario` through `policy`, a freshly built policy, as one kept set
+// covering every query head (policy.heads() must be the scenario's
+// query_heads; INVALID_HEADS otherwise). A scenario with a trace is streamed
+// (RunTrace); one with both steps and a trace is refused, INVALID_TRACE.
 RunResult RunScenario(Policy& policy, const Scenario& scenario,
                       const RunOptions& options = {});
 
-// Builds the policy from `config` and runs `scenario`; a refused
-// configuration gives an empty log with that refusal.
+// Builds the policy from `config` and runs `scenario`: one kept set per unit
+// of the policy's granularity (spec/heads.md#kept-sets), each a policy built
+// for its heads. A refused configuration gives an empty log with that
+// refusal.
 RunResult RunScenario(const PolicyConfig& config, const Scenario& scenario,
                       const RunOptions& options = {});
 

@@ -162,5 +162,125 @@ TEST(CacheRelativePosition, IsTheIndexInKeptOrder) {
   EXPECT_EQ(CacheRelativePosition(kept, 10), std::nullopt);
 }
 
+// spec/heads.md, worked by hand. Two query heads; positions 0 and 1 are
+// admitted by a null chunk, then step 1 records head 0's row [0.5, 0.25]
+// and head 1's [0.0, 0.375], admits 2, and must evict one of 0 and 1
+// (budget 2, recent window 1 protects 2).
+Scenario TwoHeads(uint32_t kv_heads) {
+  Scenario scenario;
+  scenario.id = "two-heads";
+  scenario.query_heads = 2;
+  scenario.kv_heads = kv_heads;
+  scenario.steps.push_back({2, std::nullopt, {}});
+  scenario.steps.push_back({1, std::nullopt, {{0.5f, 0.25f}, {0.0f, 0.375f}}});
+  return scenario;
+}
+
+PolicyConfig H2o(int64_t granularity, int64_t aggregation) {
+  return {"h2o",
+          {{"budget", 2},
+           {"recent_window", 1},
+           {"granularity", granularity},
+           {"aggregation", aggregation}}};
+}
+
+TEST(Heads, OneSetRanksByTheCombinedScore) {
+  // One set of both heads (kv_heads 1): mean 0.25 vs 0.3125 -> 0 goes;
+  // sum 0.5 vs 0.625 -> 0 goes; max 0.5 vs 0.375 -> 1 goes.
+  const struct {
+    int64_t aggregation;
+    Position victim;
+  } cases[] = {{0, 0}, {2, 0}, {1, 1}};
+  for (const auto& c : cases) {
+    const RunResult result = RunScenario(H2o(1, c.aggregation), TwoHeads(1));
+    ASSERT_TRUE(result.refusal.ok()) << result.refusal;
+    ASSERT_EQ(result.steps.size(), 2u);
+    EXPECT_TRUE(result.steps[1].sets.empty());  // one set: the step's fields
+    EXPECT_EQ(result.steps[1].victims, std::vector<Position>{c.victim})
+        << "aggregation " << c.aggregation;
+    EXPECT_EQ(result.steps[1].kept_count, 2u);
+  }
+}
+
+TEST(Heads, QueryHeadSetsEachFollowTheirHead) {
+  // granularity query_head: set 0 (head 0) evicts 1 (0.25 < 0.5), set 1
+  // (head 1) evicts 0 (0.0 < 0.375); the log holds one record per set.
+  const RunResult result = RunScenario(H2o(2, 0), TwoHeads(1));
+  ASSERT_TRUE(result.refusal.ok()) << result.refusal;
+  ASSERT_EQ(result.steps.size(), 2u);
+  ASSERT_EQ(result.steps[1].sets.size(), 2u);
+  EXPECT_TRUE(result.steps[1].victims.empty());
+  EXPECT_EQ(result.steps[1].kept_count, 0u);
+  StepRecord set0, set1;
+  set0.victims = {1};
+  set0.kept_count = 2;
+  set0.query_cache_position = 2;
+  set1 = set0;
+  set1.victims = {0};
+  EXPECT_EQ(result.steps[1].sets[0], set0);
+  EXPECT_EQ(result.steps[1].sets[1], set1);
+  // Step 0 evicted nothing, and still logs both sets.
+  ASSERT_EQ(result.steps[0].sets.size(), 2u);
+  EXPECT_TRUE(result.steps[0].sets[0].victims.empty());
+  // kv_head with kv_heads 2 is the same two sets.
+  EXPECT_EQ(RunScenario(H2o(1, 0), TwoHeads(2)).steps, result.steps);
+}
+
+TEST(Heads, APolicyThatDoesNotReadAttentionKeepsOneSet) {
+  const RunResult result =
+      RunScenario(PolicyConfig{"window", {{"budget", 2}}}, TwoHeads(2));
+  ASSERT_TRUE(result.refusal.ok()) << result.refusal;
+  EXPECT_TRUE(result.steps[1].sets.empty());
+  EXPECT_EQ(result.steps[1].victims, std::vector<Position>{0});
+  EXPECT_EQ(CategoryOf(RunScenario(PolicyConfig{"window", {{"granularity", 1}}},
+                                   TwoHeads(2))
+                           .refusal),
+            ErrorCategory::kInvalidParameter);
+}
+
+TEST(Heads, EveryRowLengthIsCheckedBeforeAnyWeight) {
+  // Head 0 holds a NaN, head 1 is one weight short: ATTENTION_LENGTH.
+  Scenario scenario = TwoHeads(1);
+  scenario.steps[1].heads = {{std::nanf(""), 0.5f}, {0.5f}};
+  RunResult result = RunScenario(H2o(1, 0), scenario);
+  EXPECT_EQ(CategoryOf(result.refusal), ErrorCategory::kAttentionLength);
+  EXPECT_EQ(result.refused_step, 1);
+  // Lengths repaired: the NaN in head 0 is reported, naming the head.
+  scenario.steps[1].heads[1] = {0.5f, 0.5f};
+  result = RunScenario(H2o(1, 0), scenario);
+  EXPECT_EQ(CategoryOf(result.refusal), ErrorCategory::kAttentionValue);
+  EXPECT_NE(result.refusal.message().find("head 0"), absl::string_view::npos)
+      << result.refusal;
+}
+
+TEST(Heads, RowsMustBeInTheFieldTheHeadCountSays) {
+  Scenario scenario = TwoHeads(1);
+  scenario.steps[1].heads.clear();
+  scenario.steps[1].attention = std::vector<float>{0.5f, 0.25f};
+  EXPECT_EQ(CategoryOf(RunScenario(H2o(1, 0), scenario).refusal),
+            ErrorCategory::kAttentionLength);
+  scenario.steps[1].attention.reset();
+  scenario.steps[1].heads = {{0.5f, 0.25f}};  // one row for two heads
+  EXPECT_EQ(CategoryOf(RunScenario(H2o(1, 0), scenario).refusal),
+            ErrorCategory::kAttentionLength);
+  scenario.query_heads.reset();  // one head: `heads` must be empty
+  scenario.kv_heads.reset();
+  EXPECT_EQ(CategoryOf(RunScenario(H2o(1, 0), scenario).refusal),
+            ErrorCategory::kAttentionLength);
+}
+
+TEST(Heads, HeadCountsAreCheckedAfterTheConfigurationAndBothFields) {
+  Scenario scenario = TwoHeads(3);  // 3 does not divide 2
+  EXPECT_EQ(CategoryOf(RunScenario(H2o(1, 0), scenario).refusal),
+            ErrorCategory::kInvalidHeads);
+  EXPECT_EQ(CategoryOf(RunScenario(PolicyConfig{"h2o", {{"budget", 0}}},
+                                   scenario)
+                           .refusal),
+            ErrorCategory::kInvalidParameter);
+  scenario.trace = TraceConfig{};
+  EXPECT_EQ(CategoryOf(RunScenario(H2o(1, 0), scenario).refusal),
+            ErrorCategory::kInvalidTrace);  // steps and a trace, first
+}
+
 }  // namespace
 }  // namespace kvspec

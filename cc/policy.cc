@@ -66,16 +66,20 @@ absl::Status Policy::Validate(const StepInput& input) const {
   }
   if (input.attention.has_value()) {
     const absl::Span<const float> weights = *input.attention;
-    if (weights.size() != kept_.size()) {
+    if (weights.size() != heads_ * kept_.size()) {
       return Refuse(ErrorCategory::kAttentionLength,
                     absl::StrFormat("step %d: attention has %d weights but %d "
                                     "positions are kept; it needs one per "
-                                    "kept position",
-                                    steps_done_, weights.size(),
-                                    kept_.size()));
+                                    "kept position%s",
+                                    steps_done_, weights.size(), kept_.size(),
+                                    heads_ == 1 ? ""
+                                                : absl::StrFormat(
+                                                      " and head (%d heads)",
+                                                      heads_)));
     }
-    KVSPEC_RETURN_IF_ERROR(CheckWeights(
-        weights, steps_done_, [this](size_t i) { return kept_[i]; }));
+    KVSPEC_RETURN_IF_ERROR(
+        CheckWeights(weights, steps_done_,
+                     [this](size_t i) { return kept_[i % kept_.size()]; }));
   }
   return absl::OkStatus();
 }

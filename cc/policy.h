@@ -52,7 +52,9 @@ struct StepInput {
   // for a prefill chunk (spec/harness.md#chunked-admission). At least 1.
   uint32_t count = 1;
   // One weight per kept position, in kept order; nullopt is null attention
-  // (spec/harness.md#null-attention).
+  // (spec/harness.md#null-attention). A policy covering several query heads
+  // (spec/heads.md#kept-sets) takes one such row per head, head-major: the
+  // weights of its first head, then its second, and so on.
   std::optional<absl::Span<const float>> attention;
 };
 
@@ -105,6 +107,10 @@ class Policy {
   // Number of steps carried out so far (refused steps do not count).
   int64_t steps_done() const { return steps_done_; }
 
+  // Query heads this policy's kept set covers (spec/heads.md#kept-sets):
+  // the attention of a step holds heads() rows. 1 unless built for a set.
+  size_t heads() const { return heads_; }
+
   // Bytes of state the policy holds now: the kept positions plus the
   // policy's own per-slot state, each computed from its containers' sizes.
   size_t MemoryBytes() const {
@@ -112,11 +118,12 @@ class Policy {
   }
 
  protected:
-  Policy() = default;
+  // `heads`: query heads the policy's one kept set covers, at least 1.
+  explicit Policy(size_t heads = 1) : heads_(heads) {}
 
   // Hooks, called by Step() after validation, in this order.
-  // Record: the attention of this step, one weight per kept slot. Not called
-  // for null attention.
+  // Record: the attention of this step, one weight per kept slot and head
+  // (heads() rows, head-major). Not called for null attention.
   virtual void Record(absl::Span<const float> attention) = 0;
   // Admit: `position` was just appended to kept(); set up its slot state.
   virtual void Admit(Position position) = 0;
@@ -140,6 +147,7 @@ class Policy {
  private:
   absl::Status Validate(const StepInput& input) const;
 
+  const size_t heads_;
   std::vector<Position> kept_;
   // Highest position admitted so far, if any.
   std::optional<Position> last_admitted_;

@@ -44,12 +44,17 @@ Scenario FromProto(const v1::Scenario& proto) {
   Scenario scenario;
   scenario.id = proto.id();
   if (proto.has_trace()) scenario.trace = FromProto(proto.trace());
+  if (proto.has_query_heads()) scenario.query_heads = proto.query_heads();
+  if (proto.has_kv_heads()) scenario.kv_heads = proto.kv_heads();
   for (const v1::Step& step : proto.steps()) {
     ScenarioStep converted;
     converted.admit = step.admit();
     if (step.has_attention()) {
       converted.attention.emplace(step.attention().weights().begin(),
                                   step.attention().weights().end());
+    }
+    for (const v1::AttentionRow& row : step.heads()) {
+      converted.heads.emplace_back(row.weights().begin(), row.weights().end());
     }
     scenario.steps.push_back(std::move(converted));
   }
@@ -62,12 +67,20 @@ v1::Scenario ToProto(const Scenario& scenario) {
   if (scenario.trace.has_value()) {
     *proto.mutable_trace() = ToProto(*scenario.trace);
   }
+  if (scenario.query_heads.has_value()) {
+    proto.set_query_heads(*scenario.query_heads);
+  }
+  if (scenario.kv_heads.has_value()) proto.set_kv_heads(*scenario.kv_heads);
   for (const ScenarioStep& step : scenario.steps) {
     v1::Step* converted = proto.add_steps();
     converted->set_admit(step.admit);
     if (step.attention.has_value()) {
       v1::AttentionRow* row = converted->mutable_attention();
       for (float weight : *step.attention) row->add_weights(weight);
+    }
+    for (const std::vector<float>& head : step.heads) {
+      v1::AttentionRow* row = converted->add_heads();
+      for (float weight : head) row->add_weights(weight);
     }
   }
   return proto;
@@ -95,19 +108,39 @@ v1::PolicyConfig ToProto(const PolicyConfig& config) {
   return proto;
 }
 
+namespace {
+
+void FillStep(const StepRecord& record, v1::StepResult* step) {
+  for (Position victim : record.victims) step->add_victims(victim);
+  step->set_kept_count(record.kept_count);
+  step->set_query_cache_position(record.query_cache_position);
+  for (const RankedCandidate& candidate : record.cut) {
+    v1::RankedPosition* ranked = step->add_cut();
+    ranked->set_position(candidate.position);
+    ranked->set_score(candidate.score);
+  }
+  for (const StepRecord& set : record.sets) FillStep(set, step->add_sets());
+}
+
+StepRecord RecordOf(const v1::StepResult& step) {
+  StepRecord record;
+  record.victims.assign(step.victims().begin(), step.victims().end());
+  record.kept_count = step.kept_count();
+  record.query_cache_position = step.query_cache_position();
+  for (const v1::RankedPosition& ranked : step.cut()) {
+    record.cut.push_back({ranked.position(), ranked.score()});
+  }
+  for (const v1::StepResult& set : step.sets()) {
+    record.sets.push_back(RecordOf(set));
+  }
+  return record;
+}
+
+}  // namespace
+
 v1::EvictionLog ToProto(const RunResult& result) {
   v1::EvictionLog log;
-  for (const StepRecord& record : result.steps) {
-    v1::StepResult* step = log.add_steps();
-    for (Position victim : record.victims) step->add_victims(victim);
-    step->set_kept_count(record.kept_count);
-    step->set_query_cache_position(record.query_cache_position);
-    for (const RankedCandidate& candidate : record.cut) {
-      v1::RankedPosition* ranked = step->add_cut();
-      ranked->set_position(candidate.position);
-      ranked->set_score(candidate.score);
-    }
-  }
+  for (const StepRecord& record : result.steps) FillStep(record, log.add_steps());
   if (!result.refusal.ok()) {
     v1::Rejection* rejection = log.mutable_rejection();
     rejection->set_category(
@@ -125,14 +158,7 @@ namespace kvspec {
 RunResult FromProto(const v1::EvictionLog& log) {
   RunResult result;
   for (const v1::StepResult& step : log.steps()) {
-    StepRecord record;
-    record.victims.assign(step.victims().begin(), step.victims().end());
-    record.kept_count = step.kept_count();
-    record.query_cache_position = step.query_cache_position();
-    for (const v1::RankedPosition& ranked : step.cut()) {
-      record.cut.push_back({ranked.position(), ranked.score()});
-    }
-    result.steps.push_back(std::move(record));
+    result.steps.push_back(RecordOf(step));
   }
   if (log.has_rejection()) {
     result.refusal = Refuse(static_cast<ErrorCategory>(log.rejection().category()),

@@ -100,7 +100,8 @@ const std::vector<PolicyInfo>& RegisteredPolicies() {
   return *infos;
 }
 
-absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const PolicyConfig& config) {
+absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const PolicyConfig& config,
+                                                   size_t heads) {
   for (const PolicyEntry* entry : Entries()) {
     if (entry->info.name != config.name) continue;
     absl::StatusOr<std::vector<int64_t>> values =
@@ -108,13 +109,35 @@ absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const PolicyConfig& config) {
     if (!values.ok()) return values.status();
     return entry->make(
         policies::ParameterValues(&entry->info, *std::move(values)),
-        Rng(config.seed));
+        Rng(config.seed), heads);
   }
   std::vector<std::string> names;
   for (const PolicyEntry* entry : Entries()) names.push_back(entry->info.name);
   return Refuse(ErrorCategory::kUnknownPolicy,
                 absl::StrFormat("unknown policy '%s'; the registry has %s",
                                 config.name, absl::StrJoin(names, ", ")));
+}
+
+bool ReadsAttention(absl::string_view name) {
+  for (const PolicyEntry* entry : Entries()) {
+    if (entry->info.name != name) continue;
+    for (const ParameterInfo& p : entry->info.parameters) {
+      if (p.name == "granularity") return true;
+    }
+  }
+  return false;
+}
+
+int64_t EffectiveParameter(const PolicyConfig& config, absl::string_view name) {
+  for (const PolicyEntry* entry : Entries()) {
+    if (entry->info.name != config.name) continue;
+    absl::StatusOr<std::vector<int64_t>> values =
+        ResolveParameters(entry->info, config.parameters);
+    assert(values.ok());
+    return policies::ParameterValues(&entry->info, *std::move(values)).Get(name);
+  }
+  assert(false && "EffectiveParameter: not a registered policy");
+  std::abort();
 }
 
 }  // namespace kvspec

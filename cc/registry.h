@@ -29,7 +29,20 @@ namespace kvspec {
 const std::vector<PolicyInfo>& RegisteredPolicies();
 
 // Builds the policy `config` names. See the header comment for refusals.
-absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const PolicyConfig& config);
+// `heads`: the query heads its one kept set covers (spec/heads.md#kept-sets);
+// each step's attention then holds one row per head.
+absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const PolicyConfig& config,
+                                                   size_t heads = 1);
+
+// True when the policy named `name` reads attention, so keeps one kept set
+// per unit of its `granularity` parameter (spec/heads.md#kept-sets): the
+// policies that take that parameter.
+bool ReadsAttention(absl::string_view name);
+
+// The value `config` gives `name`, or the parameter's default. Requires: a
+// configuration MakePolicy accepts, and `name` one of the policy's
+// parameters.
+int64_t EffectiveParameter(const PolicyConfig& config, absl::string_view name);
 
 }  // namespace kvspec
 

@@ -82,10 +82,12 @@ std::string DivergenceJson(const Divergence& d) {
       Json(d.actual_rejection));
   if (d.step >= 0) {
     json += absl::StrFormat(
-        ",\n       \"first_differing_victim_index\": %d, "
+        ",\n       \"first_differing_set\": %d, "
+        "\"first_differing_victim_index\": %d, "
         "\"first_differing_cut_rank\": %d,\n       \"expected\": %s,\n"
         "       \"actual\": %s",
-        d.victim_index, d.cut_rank, StepJson(d.expected), StepJson(d.actual));
+        d.set, d.victim_index, d.cut_rank, StepJson(d.expected),
+        StepJson(d.actual));
   }
   return json + "}";
 }

@@ -87,6 +87,10 @@ int FirstCutDifference(const kvspec::v1::StepResult& a,
 }
 
 bool SameStep(const kvspec::v1::StepResult& a, const kvspec::v1::StepResult& b) {
+  if (a.sets_size() != b.sets_size()) return false;
+  for (int k = 0; k < a.sets_size(); ++k) {
+    if (!SameStep(a.sets(k), b.sets(k))) return false;
+  }
   return a.kept_count() == b.kept_count() &&
          a.query_cache_position() == b.query_cache_position() &&
          FirstVictimDifference(a, b) < 0 && FirstCutDifference(a, b) < 0;
@@ -177,9 +181,26 @@ Outcome CompareLogs(const kvspec::v1::EvictionLog& expected,
     d.step = i;
     d.expected = e;
     d.actual = a;
-    d.victim_index = FirstVictimDifference(e, a);
-    d.cut_rank = FirstCutDifference(e, a);
     detail = absl::StrFormat("first divergent step: %d\n", i);
+    // spec/heads.md#the-eviction-log: one record per kept set.
+    if (e.sets_size() != a.sets_size()) {
+      detail += absl::StrFormat(
+          "  expected %d per-set records (0: one kept set), the port gave %d\n"
+          "  replay: %s",
+          e.sets_size(), a.sets_size(), replay);
+      if (divergence != nullptr) *divergence = d;
+      return Outcome::kMismatch;
+    }
+    for (int k = 0; k < e.sets_size(); ++k) {
+      if (SameStep(e.sets(k), a.sets(k))) continue;
+      d.set = k;
+      d.expected = e.sets(k);
+      d.actual = a.sets(k);
+      detail += absl::StrFormat("  kept set %d differs first\n", k);
+      break;
+    }
+    d.victim_index = FirstVictimDifference(d.expected, d.actual);
+    d.cut_rank = FirstCutDifference(d.expected, d.actual);
     if (d.victim_index >= 0) {
       detail += absl::StrFormat("  victims differ first at index %d (marked >>x<<)\n",
                                 d.victim_index);
@@ -187,17 +208,18 @@ Outcome CompareLogs(const kvspec::v1::EvictionLog& expected,
     detail += absl::StrFormat(
         "  expected victims %s, kept %d, query at %d\n"
         "  actual   victims %s, kept %d, query at %d\n",
-        MarkedList(VictimItems(e), d.victim_index), e.kept_count(),
-        e.query_cache_position(), MarkedList(VictimItems(a), d.victim_index),
-        a.kept_count(), a.query_cache_position());
-    if (e.cut_size() > 0 || a.cut_size() > 0) {
+        MarkedList(VictimItems(d.expected), d.victim_index),
+        d.expected.kept_count(), d.expected.query_cache_position(),
+        MarkedList(VictimItems(d.actual), d.victim_index),
+        d.actual.kept_count(), d.actual.query_cache_position());
+    if (d.expected.cut_size() > 0 || d.actual.cut_size() > 0) {
       if (d.cut_rank >= 0) {
         detail += absl::StrFormat("  cut differs first at rank %d (marked >>x<<)\n",
                                   d.cut_rank);
       }
       detail += absl::StrFormat("  expected cut: %s\n  actual cut:   %s\n",
-                                MarkedList(CutItems(e), d.cut_rank, ", "),
-                                MarkedList(CutItems(a), d.cut_rank, ", "));
+                                MarkedList(CutItems(d.expected), d.cut_rank, ", "),
+                                MarkedList(CutItems(d.actual), d.cut_rank, ", "));
     }
     detail += "  replay: " + replay;
     if (divergence != nullptr) *divergence = d;

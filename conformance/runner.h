@@ -72,6 +72,10 @@ struct Divergence {
   // agrees and the difference is in the number of steps or the rejection.
   int step = -1;
   kvspec::v1::StepResult expected, actual;  // that step's records
+  // With several kept sets (spec/heads.md#the-eviction-log): the first set
+  // whose records differ, and `expected`/`actual` are that set's records;
+  // -1 otherwise (or when the numbers of sets differ).
+  int set = -1;
   // Index of the first differing victim, or -1 if the victims agree.
   int victim_index = -1;
   // Rank of the first differing cut entry (position or score bits), or -1.

@@ -322,6 +322,39 @@ TEST(Expectations, NewFailuresUnexpectedPassesAndStaleEntriesFail) {
   EXPECT_NE(verdict.failures[2].find("stale entry: line 3 (z/y/x)"), std::string::npos);
 }
 
+// spec/heads.md#the-eviction-log: a difference inside one kept set is
+// found and named, and a port logging one set where several are expected
+// is a mismatch.
+TEST(CompareLogs, FindsTheFirstDifferingKeptSet) {
+  kvspec::v1::EvictionLog expected;
+  kvspec::v1::StepResult* step = expected.add_steps();
+  for (uint32_t victim : {3u, 5u}) {
+    kvspec::v1::StepResult* set = step->add_sets();
+    set->add_victims(victim);
+    set->set_kept_count(4);
+    set->set_query_cache_position(4);
+  }
+  kvspec::v1::EvictionLog actual = expected;
+  actual.mutable_steps(0)->mutable_sets(1)->set_victims(0, 6);
+  std::string detail;
+  Divergence d;
+  EXPECT_EQ(CompareLogs(expected, actual, "replay", detail, &d),
+            Outcome::kMismatch);
+  EXPECT_EQ(d.step, 0);
+  EXPECT_EQ(d.set, 1);
+  EXPECT_EQ(d.victim_index, 0);
+  EXPECT_NE(detail.find("kept set 1 differs first"), std::string::npos) << detail;
+  EXPECT_EQ(CompareLogs(expected, expected, "replay", detail, nullptr),
+            Outcome::kPass);
+
+  kvspec::v1::EvictionLog one_set;
+  one_set.add_steps()->add_victims(3);
+  EXPECT_EQ(CompareLogs(expected, one_set, "replay", detail, nullptr),
+            Outcome::kMismatch);
+  EXPECT_NE(detail.find("expected 2 per-set records"), std::string::npos)
+      << detail;
+}
+
 }  // namespace
 }  // namespace conformance
 }  // namespace kvspec

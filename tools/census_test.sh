@@ -28,7 +28,13 @@ expect_failure "no case has trace noise at below-min refused" \
 expect_failure "flag order.position-before-length decided no case in the suite" \
   harness/order/position-before-length
 expect_failure "flag order.steps-in-sequence decided no case in the suite" \
-  harness/order/steps-in-sequence
+  harness/order/steps-in-sequence,harness/heads/order-steps-in-sequence
+expect_failure "flag heads.mean-rounding decided no h2o case" \
+  h2o/heads/mean-rounding-ties
+expect_failure "flag heads.scores-then-combine decided no snapkv case" \
+  snapkv/heads/scores-then-combine
+expect_failure "flag order.heads-length-before-weights decided no case in the suite" \
+  harness/heads/order-length-before-weights
 expect_failure "default: snapkv's pool_kernel decides no defaults.decides case" \
   snapkv/defaults/budget-24,snapkv/defaults/budget-512
 expect_failure "default: trace field heavy_count decides no trace.defaults case" \

@@ -26,6 +26,7 @@
 #include "absl/strings/str_split.h"
 #include "cc/errors.h"
 #include "cc/harness.h"
+#include "cc/heads.h"
 #include "cc/proto_convert.h"
 #include "cc/registry.h"
 #include "cc/trace.h"
@@ -95,10 +96,19 @@ absl::StatusOr<std::vector<Parameter>> ParseParams(
   for (const std::string& text : texts) {
     const std::vector<std::string> parts = absl::StrSplit(text, '=');
     int64_t value = 0;
-    if (parts.size() != 2 || parts[0].empty() ||
-        !absl::SimpleAtoi(parts[1], &value)) {
+    // spec/heads.md#parameters: granularity and aggregation take names too.
+    const std::optional<int64_t> named =
+        parts.size() == 2 ? HeadParameterValue(parts[0], parts[1])
+                          : std::nullopt;
+    if (named.has_value()) {
+      value = *named;
+    } else if (parts.size() != 2 || parts[0].empty() ||
+               !absl::SimpleAtoi(parts[1], &value)) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "--params: '%s' is not name=integer (e.g. budget=6)", text));
+          "--params: '%s' is not name=integer (e.g. budget=6, or "
+          "granularity=layer|kv_head|query_head, "
+          "aggregation=mean|max|sum)",
+          text));
     }
     parameters.push_back({parts[0], value});
   }
@@ -130,11 +140,47 @@ std::string ConfigText(const PolicyConfig& config) {
   return config.name + (parts.empty() ? "" : " " + absl::StrJoin(parts, ","));
 }
 
+// A scenario with several heads (spec/heads.md): each step's victims, kept
+// set by kept set.
+bool RunSetsAndPrint(const PolicyConfig& config, const Scenario& scenario,
+                     bool quiet) {
+  const RunResult result = RunScenario(config, scenario);
+  for (size_t i = 0; i < result.steps.size() && !quiet; ++i) {
+    const StepRecord& record = result.steps[i];
+    std::vector<std::string> sets;
+    if (record.sets.empty()) {
+      sets.push_back(Positions(record.victims));
+    } else {
+      for (const StepRecord& set : record.sets) {
+        sets.push_back(Positions(set.victims));
+      }
+    }
+    std::printf("step %3zu  evict %s\n", i, absl::StrJoin(sets, " | ").c_str());
+  }
+  const size_t sets = result.steps.empty() || result.steps[0].sets.empty()
+                          ? 1
+                          : result.steps[0].sets.size();
+  std::printf("%zu steps, %zu kept set(s) (victims per set, set 0 first)\n",
+              result.steps.size(), sets);
+  if (!result.refusal.ok()) {
+    std::printf("refused at step %lld (%s): %s\n",
+                static_cast<long long>(result.refused_step),
+                std::string(CategoryName(CategoryOf(result.refusal))).c_str(),
+                std::string(result.refusal.message()).c_str());
+  }
+  std::printf("\n");
+  return result.refusal.ok();
+}
+
 // Runs one configuration and prints its log. Returns false when the
 // configuration or a step was refused.
 bool RunAndPrint(const PolicyConfig& config, const Scenario& scenario,
                  bool quiet) {
   std::printf("== %s ==\n", ConfigText(config).c_str());
+  if (scenario.query_heads.value_or(1) != 1 ||
+      scenario.kv_heads.value_or(1) != 1) {
+    return RunSetsAndPrint(config, scenario, quiet);
+  }
   absl::StatusOr<std::unique_ptr<Policy>> policy = MakePolicy(config);
   if (!policy.ok()) {
     std::printf("refused (%s): %s\n\n",

@@ -35,8 +35,10 @@ struct PolicyEntry {
   PolicyInfo info;
   // Builds the policy. Checks only the rules relating parameters to each
   // other; single-parameter ranges were checked by the registry.
+  // `heads`: the query heads of the one kept set the policy keeps
+  // (spec/heads.md#kept-sets); each step's attention holds one row per head.
   absl::StatusOr<std::unique_ptr<Policy>> (*make)(const ParameterValues&,
-                                                  Rng rng);
+                                                  Rng rng, size_t heads);
 };
 
 const PolicyEntry& FullEntry();

@@ -12,6 +12,7 @@ namespace {
 
 class FullPolicy final : public Policy {
  public:
+  explicit FullPolicy(size_t heads) : Policy(heads) {}
   absl::string_view name() const override { return "full"; }
 
  protected:
@@ -23,8 +24,9 @@ class FullPolicy final : public Policy {
   size_t PolicyStateBytes() const override { return 0; }
 };
 
-absl::StatusOr<std::unique_ptr<Policy>> MakeFull(const ParameterValues&, Rng) {
-  return std::unique_ptr<Policy>(new FullPolicy);
+absl::StatusOr<std::unique_ptr<Policy>> MakeFull(const ParameterValues&, Rng,
+                                                 size_t heads) {
+  return std::unique_ptr<Policy>(new FullPolicy(heads));
 }
 
 }  // namespace

@@ -1,12 +1,15 @@
 // h2o: Heavy-Hitter Oracle (Zhang et al., 2023). A position's score is the
 // attention it has received since it was admitted, summed in binary64 in
 // step order. The lowest-scoring positions outside the recent window go;
-// equal scores evict the lower position.
+// equal scores evict the lower position. A policy covering several query
+// heads keeps one sum per head and ranks by their combination
+// (spec/heads.md#combining-heads-at-ranking-time).
 //
 // Spec: spec/policies/h2o.md
 #include <memory>
 
 #include "cc/errors.h"
+#include "cc/heads.h"
 #include "cc/policies/entries.h"
 #include "cc/policies/limits.h"
 #include "cc/policies/ranking.h"
@@ -17,59 +20,86 @@ namespace {
 
 class H2oPolicy final : public Policy {
  public:
-  H2oPolicy(size_t budget, size_t recent_window)
-      : budget_(budget), recent_window_(recent_window) {}
+  H2oPolicy(size_t budget, size_t recent_window, Aggregation aggregation,
+            size_t heads)
+      : Policy(heads),
+        budget_(budget),
+        recent_window_(recent_window),
+        aggregation_(aggregation),
+        cumulative_(heads) {}
   absl::string_view name() const override { return "h2o"; }
 
  protected:
   // h2o.md#how-it-works: one addition per kept slot per recorded step, so
   // each slot's sum runs in step order (spec/arithmetic.md#reductions).
+  // Each head adds its own row (heads.md#what-each-head-records).
   void Record(absl::Span<const float> attention) override {
-    for (size_t slot = 0; slot < attention.size(); ++slot) {
-      cumulative_[slot] += static_cast<double>(attention[slot]);
+    const size_t kept_count = kept().size();
+    for (size_t h = 0; h < cumulative_.size(); ++h) {
+      std::vector<double>& sums = cumulative_[h];
+      const float* row = attention.data() + h * kept_count;
+      for (size_t slot = 0; slot < kept_count; ++slot) {
+        sums[slot] += static_cast<double>(row[slot]);
+      }
     }
   }
 
   // spec/harness.md#unobserved-positions: a new position scores +0.0.
-  void Admit(Position) override { cumulative_.push_back(0.0); }
+  void Admit(Position) override {
+    for (std::vector<double>& sums : cumulative_) sums.push_back(0.0);
+  }
 
   std::vector<size_t> ChooseVictims() override {
     const size_t kept_count = kept().size();
     const size_t excess = Excess(kept_count, budget_);
     if (excess == 0) return {};
-    return LowestRanked(absl::MakeConstSpan(cumulative_), kept(),
+    return LowestRanked(absl::MakeConstSpan(Scores()), kept(),
                         kept_count - recent_window_, excess);
   }
 
   void Forget(absl::Span<const size_t> slots) override {
-    EraseSlots(cumulative_, slots);
+    for (std::vector<double>& sums : cumulative_) EraseSlots(sums, slots);
+    if (!combined_.empty()) EraseSlots(combined_, slots);
   }
 
   size_t PolicyStateBytes() const override {
-    return cumulative_.size() * sizeof(double);
+    return (cumulative_.size() * kept().size() + combined_.size()) *
+           sizeof(double);
   }
 
   bool RankingScores(std::vector<double>& scores,
                      size_t& candidate_end) const override {
-    scores = cumulative_;
+    scores = cumulative_.size() == 1 ? cumulative_[0] : combined_;
     candidate_end = kept().size() - recent_window_;
     return true;
   }
 
  private:
+  // The scores ranked by: one head's sums as they are, or the heads'
+  // combination (heads.md#combining-heads-at-ranking-time).
+  const std::vector<double>& Scores() {
+    if (cumulative_.size() == 1) return cumulative_[0];
+    Combine(aggregation_, absl::MakeConstSpan(cumulative_), combined_);
+    return combined_;
+  }
+
   const size_t budget_;
   const size_t recent_window_;
-  // Per kept slot: attention received since admission.
-  std::vector<double> cumulative_;
+  const Aggregation aggregation_;
+  // Per head, per kept slot: attention received since admission.
+  std::vector<std::vector<double>> cumulative_;
+  // Several heads only: the combined scores of the latest eviction.
+  std::vector<double> combined_;
 };
 
 absl::StatusOr<std::unique_ptr<Policy>> MakeH2o(const ParameterValues& values,
-                                                Rng) {
+                                                Rng, size_t heads) {
   const int64_t budget = values.Get("budget");
   const int64_t recent_window = values.Get("recent_window");
   KVSPEC_RETURN_IF_ERROR(CheckRecentWindow("h2o", budget, recent_window));
   return std::unique_ptr<Policy>(new H2oPolicy(
-      static_cast<size_t>(budget), static_cast<size_t>(recent_window)));
+      static_cast<size_t>(budget), static_cast<size_t>(recent_window),
+      static_cast<Aggregation>(values.Get("aggregation")), heads));
 }
 
 }  // namespace
@@ -80,7 +110,8 @@ const PolicyEntry& H2oEntry() {
        "evicts the lowest cumulative attention since admission outside the "
        "recent window",
        "spec/policies/h2o.md",
-       {BudgetParameter(), RecentWindowParameter()}},
+       {BudgetParameter(), RecentWindowParameter(), GranularityParameter(),
+        AggregationParameter()}},
       &MakeH2o};
   return *entry;
 }

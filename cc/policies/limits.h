@@ -29,6 +29,18 @@ inline ParameterInfo RecentWindowParameter() {
           "latest kept positions, never evicted; must be below budget"};
 }
 
+// spec/heads.md#parameters: taken by the policies that read attention,
+// listed after their own parameters.
+inline ParameterInfo GranularityParameter() {
+  return {"granularity", 1, 0, 2,
+          "which query heads share a kept set: 0 layer, 1 kv_head, "
+          "2 query_head"};
+}
+inline ParameterInfo AggregationParameter() {
+  return {"aggregation", 0, 0, 2,
+          "how the scores of a set's heads combine: 0 mean, 1 max, 2 sum"};
+}
+
 // spec/harness.md#protected-positions: recent_window >= budget is refused.
 inline absl::Status CheckRecentWindow(const char* policy, int64_t budget,
                                       int64_t recent_window) {

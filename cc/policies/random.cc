@@ -19,8 +19,9 @@ namespace {
 
 class RandomPolicy final : public Policy {
  public:
-  RandomPolicy(size_t budget, size_t recent_window, Rng rng)
-      : budget_(budget), recent_window_(recent_window), rng_(rng) {}
+  RandomPolicy(size_t budget, size_t recent_window, Rng rng, size_t heads)
+      : Policy(heads),
+        budget_(budget), recent_window_(recent_window), rng_(rng) {}
   absl::string_view name() const override { return "random"; }
 
  protected:
@@ -57,12 +58,13 @@ class RandomPolicy final : public Policy {
 };
 
 absl::StatusOr<std::unique_ptr<Policy>> MakeRandom(
-    const ParameterValues& values, Rng rng) {
+    const ParameterValues& values, Rng rng, size_t heads) {
   const int64_t budget = values.Get("budget");
   const int64_t recent_window = values.Get("recent_window");
   KVSPEC_RETURN_IF_ERROR(CheckRecentWindow("random", budget, recent_window));
   return std::unique_ptr<Policy>(new RandomPolicy(
-      static_cast<size_t>(budget), static_cast<size_t>(recent_window), rng));
+      static_cast<size_t>(budget), static_cast<size_t>(recent_window), rng,
+      heads));
 }
 
 }  // namespace

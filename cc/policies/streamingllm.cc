@@ -23,8 +23,8 @@ namespace {
 
 class StreamingLlmPolicy final : public Policy {
  public:
-  StreamingLlmPolicy(size_t sinks, size_t window)
-      : sinks_(sinks), window_(window) {}
+  StreamingLlmPolicy(size_t sinks, size_t window, size_t heads)
+      : Policy(heads), sinks_(sinks), window_(window) {}
   absl::string_view name() const override { return "streamingllm"; }
 
  protected:
@@ -53,7 +53,7 @@ class StreamingLlmPolicy final : public Policy {
 };
 
 absl::StatusOr<std::unique_ptr<Policy>> MakeStreamingLlm(
-    const ParameterValues& values, Rng) {
+    const ParameterValues& values, Rng, size_t heads) {
   const int64_t budget = values.Get("budget");
   const int64_t sinks = values.Get("sinks");
   // streamingllm.md#parameters: the rolling window holds at least one
@@ -67,7 +67,8 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeStreamingLlm(
                                   sinks, budget));
   }
   return std::unique_ptr<Policy>(new StreamingLlmPolicy(
-      static_cast<size_t>(sinks), static_cast<size_t>(budget - sinks)));
+      static_cast<size_t>(sinks), static_cast<size_t>(budget - sinks),
+      heads));
 }
 
 }  // namespace

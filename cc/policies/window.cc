@@ -13,7 +13,7 @@ namespace {
 
 class WindowPolicy final : public Policy {
  public:
-  explicit WindowPolicy(size_t budget) : budget_(budget) {}
+  WindowPolicy(size_t budget, size_t heads) : Policy(heads), budget_(budget) {}
   absl::string_view name() const override { return "window"; }
 
  protected:
@@ -38,9 +38,9 @@ class WindowPolicy final : public Policy {
 };
 
 absl::StatusOr<std::unique_ptr<Policy>> MakeWindow(
-    const ParameterValues& values, Rng) {
+    const ParameterValues& values, Rng, size_t heads) {
   return std::unique_ptr<Policy>(
-      new WindowPolicy(static_cast<size_t>(values.Get("budget"))));
+      new WindowPolicy(static_cast<size_t>(values.Get("budget")), heads));
 }
 
 }  // namespace

@@ -43,19 +43,29 @@ RunResult Run(absl::StatusOr<std::unique_ptr<Policy>> policy,
   return RunScenario(**policy, scenario);
 }
 
+// The victims of a step, set by set (spec/heads.md#the-eviction-log).
+std::vector<std::vector<Position>> VictimsOf(const StepRecord& step) {
+  if (step.sets.empty()) return {step.victims};
+  std::vector<std::vector<Position>> victims;
+  for (const StepRecord& set : step.sets) victims.push_back(set.victims);
+  return victims;
+}
+
 // Same outcome: the same victims at every step and the same refusal category.
 bool SameVictims(const RunResult& a, const RunResult& b) {
   if (CategoryOf(a.refusal) != CategoryOf(b.refusal)) return false;
   if (a.steps.size() != b.steps.size()) return false;
   for (size_t i = 0; i < a.steps.size(); ++i) {
-    if (a.steps[i].victims != b.steps[i].victims) return false;
+    if (VictimsOf(a.steps[i]) != VictimsOf(b.steps[i])) return false;
   }
   return true;
 }
 
 bool Evicts(const RunResult& result) {
   for (const StepRecord& step : result.steps) {
-    if (!step.victims.empty()) return true;
+    for (const std::vector<Position>& victims : VictimsOf(step)) {
+      if (!victims.empty()) return true;
+    }
   }
   return false;
 }
@@ -73,11 +83,47 @@ PolicyConfig WithParameter(PolicyConfig config, const std::string& name,
 }
 
 bool DiffersWith(const CaseContext& c, const PolicyConfig& config) {
-  return !SameVictims(c.expected, Run(MakePolicy(config), c.scenario));
+  return !SameVictims(c.expected, RunScenario(config, c.scenario));
 }
 
 bool DiffersWith(const CaseContext& c, const Scenario& scenario) {
-  return !SameVictims(c.expected, Run(MakePolicy(c.config), scenario));
+  return !SameVictims(c.expected, RunScenario(c.config, scenario));
+}
+
+// Whether another value of `name` (a parameter of spec/heads.md#parameters)
+// changes the victims of an accepted case on several heads.
+bool HeadParameterDecides(const CaseContext& c, const std::string& name) {
+  if (!c.expected.refusal.ok() || !c.scenario.query_heads.has_value() ||
+      *c.scenario.query_heads < 2 || !ReadsAttention(c.config.name)) {
+    return false;
+  }
+  const int64_t value = EffectiveParameter(c.config, name);
+  for (int64_t other = 0; other <= 2; ++other) {
+    if (other != value && DiffersWith(c, WithParameter(c.config, name, other))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// heads.md#why-combine-scores-not-rows' counterfactual: one head whose row
+// is the mean of the heads' rows (binary64, rounded to binary32).
+Scenario MeanRowScenario(const Scenario& scenario) {
+  Scenario one = scenario;
+  one.query_heads.reset();
+  one.kv_heads.reset();
+  for (ScenarioStep& step : one.steps) {
+    if (step.heads.empty()) continue;
+    std::vector<float> mean(step.heads[0].size());
+    for (size_t p = 0; p < mean.size(); ++p) {
+      double sum = 0.0;
+      for (const std::vector<float>& row : step.heads) sum += row[p];
+      mean[p] = static_cast<float>(sum / static_cast<double>(step.heads.size()));
+    }
+    step.attention = std::move(mean);
+    step.heads.clear();
+  }
+  return one;
 }
 
 bool DiffersWithMutant(const CaseContext& c, Mutation mutation) {
@@ -490,6 +536,53 @@ bool Decides(const std::string& flag, const CaseContext& c) {
   if (flag == "refusal.attention-length") return RefusedWith(c, ErrorCategory::kAttentionLength);
   if (flag == "refusal.attention-value") return RefusedWith(c, ErrorCategory::kAttentionValue);
   if (flag == "refusal.invalid-trace") return RefusedWith(c, ErrorCategory::kInvalidTrace);
+  if (flag == "refusal.invalid-heads") return RefusedWith(c, ErrorCategory::kInvalidHeads);
+  if (flag == "heads.granularity") return HeadParameterDecides(c, "granularity");
+  if (flag == "heads.aggregation") return HeadParameterDecides(c, "aggregation");
+  if (flag == "heads.mean-rounding") {
+    return c.expected.refusal.ok() && ReadsAttention(policy) &&
+           EffectiveParameter(c.config, "aggregation") == 0 &&
+           DiffersWith(c, WithParameter(c.config, "aggregation", 2));
+  }
+  if (flag == "heads.scores-then-combine") {
+    return c.expected.refusal.ok() && explicit_steps &&
+           c.scenario.query_heads.value_or(1) > 1 &&
+           c.expected.steps.size() == c.scenario.steps.size() &&
+           std::all_of(c.expected.steps.begin(), c.expected.steps.end(),
+                       [](const StepRecord& s) { return s.sets.empty(); }) &&
+           DiffersWith(c, MeanRowScenario(c.scenario));
+  }
+  if (flag == "heads.one-set") {
+    return c.expected.refusal.ok() && !ReadsAttention(policy) &&
+           c.scenario.query_heads.value_or(1) > 1 &&
+           std::all_of(c.expected.steps.begin(), c.expected.steps.end(),
+                       [](const StepRecord& s) { return s.sets.empty(); });
+  }
+  if (flag == "order.shape-before-heads") {
+    Scenario repaired = c.scenario;
+    repaired.steps.clear();
+    return RefusedWith(c, ErrorCategory::kInvalidTrace) &&
+           CategoryOf(RunScenario(c.config, repaired).refusal) ==
+               ErrorCategory::kInvalidHeads;
+  }
+  if (flag == "order.heads-before-trace") {
+    Scenario repaired = c.scenario;
+    repaired.query_heads.reset();
+    repaired.kv_heads.reset();
+    return RefusedWith(c, ErrorCategory::kInvalidHeads) &&
+           CategoryOf(RunScenario(c.config, repaired).refusal) ==
+               ErrorCategory::kInvalidTrace;
+  }
+  if (flag == "order.heads-length-before-weights") {
+    return RefusedWith(c, ErrorCategory::kAttentionLength) &&
+           RepairRevealsAnother(c, [](Scenario& s, size_t i) {
+             uint64_t admitted = 0;
+             for (size_t j = 0; j < i; ++j) admitted += s.steps[j].admit;
+             for (std::vector<float>& row : s.steps[i].heads) {
+               row.resize(admitted, 0.5f);
+             }
+           });
+  }
   if (flag == "order.name-before-parameters") {
     PolicyConfig known = c.config;
     known.name = "window";

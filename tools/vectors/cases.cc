@@ -717,6 +717,11 @@ void AddAuditCases(SuiteBuilder& b) {
         // its top needs the top budget, and budget 1 leaves no room for them.
         std::vector<Parameter> parameters;
         for (const ParameterInfo& p : info.parameters) {
+          // The head parameters (spec 0.5.0) appear only in their own
+          // bounds cases, so the cases of spec 0.4.0 keep their bytes.
+          const bool head_parameter =
+              p.name == "granularity" || p.name == "aggregation";
+          if (head_parameter && p.name != parameter.name) continue;
           int64_t value = p.name == "budget"        ? 4
                           : p.name == "obs_window"  ? 2
                           : p.name == "pool_kernel" ? 3
@@ -795,6 +800,250 @@ void AddAuditCases(SuiteBuilder& b) {
   }
 }
 
+
+
+// Spec 0.5.0: several attention heads (spec/heads.md).
+Scenario WithHeads(Scenario scenario, std::optional<uint32_t> query_heads,
+                   std::optional<uint32_t> kv_heads) {
+  scenario.query_heads = query_heads;
+  scenario.kv_heads = kv_heads;
+  return scenario;
+}
+
+ScenarioStep HeadRows(std::vector<Row> rows, uint32_t admit = 1) {
+  ScenarioStep step;
+  step.admit = admit;
+  step.heads = std::move(rows);
+  return step;
+}
+
+// Four query heads in two groups, each head with a role (spec/heads.md):
+// head 0 dumps mass on the first two positions, head 1 looks at the latest
+// three, head 2 follows three heavy hitters, head 3 is noise; head h's
+// background noise is uniform in [0, 8 * 2^h) / 64, so the heads of a group
+// differ in scale. Chunks and null steps as in Wandering. Weights are
+// multiples of 1/64, so ties occur.
+Scenario Roles(std::string id, uint32_t steps, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<ScenarioStep> out;
+  uint32_t admitted = 0;
+  for (uint32_t step = 0; step < steps; ++step) {
+    ScenarioStep s;
+    s.admit = rng.Uniform(6) == 0 ? 1 + static_cast<uint32_t>(rng.Uniform(4)) : 1;
+    if (rng.Uniform(8) != 0) {
+      for (uint32_t head = 0; head < 4; ++head) {
+        Row row(admitted);
+        for (uint32_t p = 0; p < admitted; ++p) {
+          uint64_t weight = rng.Uniform(uint64_t{8} << head);
+          if (head == 0 && p < 2) weight += 48;
+          if (head == 1 && p + 3 >= admitted) weight += 40;
+          if (head == 2 && (p == 3 || p == 7 || p == 11)) weight += 44;
+          row[p] = static_cast<float>(weight) / 64.0f;
+        }
+        s.heads.push_back(std::move(row));
+      }
+    }
+    admitted += s.admit;
+    out.push_back(std::move(s));
+  }
+  return WithHeads(Explicit(std::move(id), std::move(out)), 4, 2);
+}
+
+void AddHeadScenarios(SuiteBuilder& b) {
+  b.Add(Roles("heads-roles", 48, 2026113001));
+  // Mean and sum rank differently only through rounding: positions 0 and 1
+  // sum to 1.5 + 2^-51 and 1.5 + 2^-52 over three heads, and both means
+  // round to the same binary64 value (spec/heads.md).
+  const float u = std::ldexp(1.0f, -52);
+  b.Add(WithHeads(Explicit("heads-mean-rounding",
+                           {Null(2), HeadRows({{1.5f, 1.5f}, {2 * u, u}, {0, 0}})}),
+                  3, 1));
+  // Max-pooling then averaging the heads is not max-pooling the mean row.
+  b.Add(WithHeads(
+      Explicit("heads-pool-then-combine",
+               {Null(4), HeadRows({{0, 0, 0, 0.5f}, {0, 1, 0.5f, 0}})}),
+      2, 1));
+  // Refusals (spec/heads.md#head-counts, #rows-per-head).
+  b.Add(WithHeads(Chunks("heads-query-zero", {1}), 0, 1));
+  b.Add(WithHeads(Chunks("heads-query-above", {1}), 1025, 1));
+  b.Add(WithHeads(Chunks("heads-query-top", {1, 1}), 1024, 1024));
+  b.Add(WithHeads(Chunks("heads-kv-zero", {1}), 4, 0));
+  b.Add(WithHeads(Chunks("heads-kv-above", {1}), 4, 1025));
+  b.Add(WithHeads(Chunks("heads-kv-not-dividing", {1}), 4, 3));
+  b.Add(WithHeads(Chunks("heads-kv-above-query", {1}), 2, 4));
+  b.Add(WithHeads(Chunks("heads-both-zero", {1}), 0, 0));
+  b.Add(WithHeads(Chunks("heads-declared-one", {1, 1, 1}), 1, 1));
+  {
+    Scenario trace = WithHeads(Traced("heads-trace", CanonicalTrace(8)), 2, 1);
+    b.Add(trace);
+    Scenario both = Chunks("heads-trace-and-steps", {1});
+    both.trace = CanonicalTrace(8);
+    b.Add(WithHeads(both, 0, 1));
+    TraceConfig bad = CanonicalTrace(8);
+    bad.sink_mass = 2.0;  // masses lie in [0, 1]
+    b.Add(WithHeads(Traced("heads-bad-trace", bad), 0, 1));
+  }
+  b.Add(WithHeads(Explicit("heads-attention-field", {Null(1), WithRow({0.5f})}),
+                  2, 1));
+  b.Add(Explicit("heads-rows-with-one-head", {Null(1), HeadRows({{0.5f}})}));
+  b.Add(WithHeads(Explicit("heads-row-count", {Null(1), HeadRows({{0.5f}})}), 2,
+                  1));
+  b.Add(WithHeads(Explicit("heads-row-short",
+                           {Null(2), HeadRows({{0.5f, 0.5f}, {0.5f, 0.5f},
+                                               {0.5f}, {0.5f, 0.5f}})}),
+                  4, 2));
+  b.Add(WithHeads(Explicit("heads-weight-nan",
+                           {Null(2), HeadRows({{0.5f, 0.5f}, {0.5f, 0.5f},
+                                               {0.5f, 0.5f}, {0.5f, kNan}})}),
+                  4, 2));
+  b.Add(WithHeads(Explicit("heads-nan-and-short",
+                           {Null(2), HeadRows({{kNan, 0.5f}, {0.5f}})}),
+                  2, 2));
+  b.Add(WithHeads(Explicit("heads-bad-weight-then-short",
+                           {Null(2), HeadRows({{-1.0f, 0.5f}, {0.5f, 0.5f}}),
+                            HeadRows({{0.5f}, {0.5f, 0.5f, 0.5f}})}),
+                  2, 1));
+}
+
+void AddHeadCases(SuiteBuilder& b) {
+  const char* const granularities[] = {"layer", "kv-head", "query-head"};
+  const char* const aggregations[] = {"mean", "max", "sum"};
+  struct Scored {
+    const char* name;
+    std::vector<Parameter> own;
+  };
+  const Scored scored[] = {
+      {"h2o", {{"budget", 8}, {"recent_window", 2}}},
+      {"tova", {{"budget", 8}, {"recent_window", 2}}},
+      {"snapkv", {{"budget", 8}, {"recent_window", 2}, {"obs_window", 4},
+                  {"pool_kernel", 3}}},
+  };
+  for (const Scored& policy : scored) {
+    const std::string group = std::string(policy.name) + "/heads/";
+    b.Case(group + "defaults", {"defaults.decides"},
+           "granularity and aggregation at their defaults (kv_head, mean) on "
+           "four heads in two groups",
+           P(policy.name, policy.own), "heads-roles");
+    for (int g = 0; g < 3; ++g) {
+      for (int a = 0; a < 3; ++a) {
+        if (g == 2 && a != 0) continue;  // one head per set: nothing to combine
+        std::vector<Parameter> parameters = policy.own;
+        parameters.push_back({"granularity", g});
+        parameters.push_back({"aggregation", a});
+        std::vector<std::string> flags = {"heads.granularity"};
+        // One head per set combines nothing. For h2o with every head in one
+        // set, head 3's noise (the largest scale) decides every combination
+        // alike on this scenario: the census found that aggregation changes
+        // no victim there, so those cases do not claim it.
+        const bool h2o_layer = std::string(policy.name) == "h2o" && g == 0;
+        if (g != 2 && !h2o_layer) flags.push_back("heads.aggregation");
+        b.Case(group + "roles-" + granularities[g] + "-" + aggregations[a],
+               flags,
+               std::string("four heads with different roles, granularity ") +
+                   granularities[g] + ", aggregation " + aggregations[a],
+               P(policy.name, parameters), "heads-roles");
+      }
+    }
+  }
+  b.Case("h2o/heads/mean-rounding-ties", {"heads.mean-rounding", "tie.lower-position"},
+         "sums 1.5 + 2^-51 and 1.5 + 2^-52 have one mean: the tie evicts 0 "
+         "(sum would evict 1)",
+         P("h2o", {{"budget", 2}, {"recent_window", 1}}), "heads-mean-rounding");
+  b.Case("h2o/heads/sum-no-tie", {"heads.aggregation"},
+         "the same sums ranked as sums: 1 goes",
+         P("h2o", {{"budget", 2}, {"recent_window", 1}, {"aggregation", 2}}),
+         "heads-mean-rounding");
+  b.Case("snapkv/heads/scores-then-combine", {"heads.scores-then-combine"},
+         "each head pools its own sums, then the mean: 0 goes (pooling the "
+         "mean row would evict 3)",
+         P("snapkv", {{"budget", 4}, {"recent_window", 1}, {"obs_window", 1},
+                      {"pool_kernel", 3}}),
+         "heads-pool-then-combine");
+  // Policies that do not read attention keep one set (heads.md).
+  b.Case("window/heads/one-set", {"heads.one-set"},
+         "four heads, one kept set: the log has no per-set records",
+         P("window", {{"budget", 8}}), "heads-roles");
+  b.Case("streamingllm/heads/one-set", {"heads.one-set"},
+         "four heads, one kept set", P("streamingllm", {{"budget", 8}, {"sinks", 2}}),
+         "heads-roles");
+  b.Case("random/heads/one-set", {"heads.one-set"},
+         "four heads, one kept set and one Rng",
+         P("random", {{"budget", 8}, {"recent_window", 2}}, 7), "heads-roles");
+  b.Case("full/heads/one-set", {"heads.one-set"}, "four heads, one kept set",
+         P("full", {}), "heads-roles");
+  b.Case("window/heads/granularity-refused", {"refusal.invalid-parameter"},
+         "window does not take granularity",
+         P("window", {{"budget", 8}, {"granularity", 1}}), "heads-roles");
+  b.Case("streamingllm/heads/aggregation-refused", {"refusal.invalid-parameter"},
+         "streamingllm does not take aggregation",
+         P("streamingllm", {{"budget", 8}, {"aggregation", 0}}), "heads-roles");
+  // Head counts and rows (spec/heads.md#head-counts, #rows-per-head).
+  const PolicyConfig h2o = P("h2o", {{"budget", 4}, {"recent_window", 1}});
+  const struct {
+    const char* id;
+    std::vector<std::string> flags;
+    const char* description;
+    const char* scenario;
+  } refusals[] = {
+      {"harness/heads/query-heads-zero", {"refusal.invalid-heads"},
+       "query_heads 0", "heads-query-zero"},
+      {"harness/heads/query-heads-above-max", {"refusal.invalid-heads"},
+       "query_heads 1025", "heads-query-above"},
+      {"harness/heads/query-heads-max", {},
+       "query_heads 1024 and kv_heads 1024 are accepted", "heads-query-top"},
+      {"harness/heads/kv-heads-zero", {"refusal.invalid-heads"}, "kv_heads 0",
+       "heads-kv-zero"},
+      {"harness/heads/kv-heads-above-max", {"refusal.invalid-heads"},
+       "kv_heads 1025", "heads-kv-above"},
+      {"harness/heads/kv-heads-not-dividing", {"refusal.invalid-heads"},
+       "kv_heads 3 does not divide query_heads 4", "heads-kv-not-dividing"},
+      {"harness/heads/kv-heads-above-query-heads", {"refusal.invalid-heads"},
+       "kv_heads 4 does not divide query_heads 2", "heads-kv-above-query"},
+      {"harness/heads/order-query-before-kv", {"refusal.invalid-heads"},
+       "both counts 0: query_heads is checked first (same category)",
+       "heads-both-zero"},
+      {"harness/heads/declared-one", {},
+       "query_heads 1 and kv_heads 1 declared: as if absent",
+       "heads-declared-one"},
+      {"harness/heads/trace-has-one-head", {"refusal.invalid-heads"},
+       "a generated trace with two query heads", "heads-trace"},
+      {"harness/heads/order-trace-and-steps-before-heads",
+       {"refusal.invalid-trace", "order.shape-before-heads"},
+       "steps and a trace, and query_heads 0: INVALID_TRACE",
+       "heads-trace-and-steps"},
+      {"harness/heads/order-heads-before-trace-parameters",
+       {"refusal.invalid-heads", "order.heads-before-trace"},
+       "query_heads 0 and a trace with too many sinks: INVALID_HEADS",
+       "heads-bad-trace"},
+      {"harness/heads/attention-field-with-two-heads",
+       {"refusal.attention-length"},
+       "two query heads and a row in `attention`", "heads-attention-field"},
+      {"harness/heads/heads-field-with-one-head", {"refusal.attention-length"},
+       "one query head and a row in `heads`", "heads-rows-with-one-head"},
+      {"harness/heads/row-count", {"refusal.attention-length"},
+       "one row for two query heads", "heads-row-count"},
+      {"harness/heads/row-short-in-head-2", {"refusal.attention-length"},
+       "head 2's row is one weight short", "heads-row-short"},
+      {"harness/heads/nan-in-head-3", {"refusal.attention-value"},
+       "head 3 holds a NaN", "heads-weight-nan"},
+      {"harness/heads/order-length-before-weights",
+       {"refusal.attention-length", "order.heads-length-before-weights"},
+       "head 0 holds a NaN and head 1 is one weight short: ATTENTION_LENGTH",
+       "heads-nan-and-short"},
+      {"harness/heads/order-steps-in-sequence",
+       {"refusal.attention-value", "order.steps-in-sequence"},
+       "a negative weight at step 1, short rows at step 2: ATTENTION_VALUE at 1",
+       "heads-bad-weight-then-short"},
+  };
+  for (const auto& r : refusals) {
+    b.Case(r.id, r.flags, r.description, h2o, r.scenario);
+  }
+  b.Case("harness/heads/order-configuration-before-heads",
+         {"refusal.invalid-parameter", "order.configuration-before-scenario"},
+         "a bad budget and query_heads 0: INVALID_PARAMETER at step -1",
+         P("h2o", {{"budget", 0}}), "heads-query-zero");
+}
+
 }  // namespace
 
 TraceConfig CanonicalTrace(uint32_t steps) {
@@ -810,6 +1059,8 @@ Suite BuildSuite() {
   AddPositionalCases(builder);
   AddScoreCases(builder);
   AddAuditCases(builder);
+  AddHeadScenarios(builder);
+  AddHeadCases(builder);
   return builder.Build();
 }
 
