@@ -882,6 +882,7 @@ void AddHeadScenarios(SuiteBuilder& b) {
     TraceConfig bad = CanonicalTrace(8);
     bad.sink_mass = 2.0;  // masses lie in [0, 1]
     b.Add(WithHeads(Traced("heads-bad-trace", bad), 0, 1));
+    b.Add(WithHeads(Traced("heads-two-bad-trace", bad), 2, 1));
   }
   b.Add(WithHeads(Explicit("heads-attention-field", {Null(1), WithRow({0.5f})}),
                   2, 1));
@@ -1015,6 +1016,11 @@ void AddHeadCases(SuiteBuilder& b) {
        {"refusal.invalid-heads", "order.heads-before-trace"},
        "query_heads 0 and a trace with too many sinks: INVALID_HEADS",
        "heads-bad-trace"},
+      {"harness/heads/order-trace-heads-before-trace-parameters",
+       {"refusal.invalid-heads", "order.heads-before-trace"},
+       "two query heads (valid counts) on a trace with too much sink mass: "
+       "INVALID_HEADS",
+       "heads-two-bad-trace"},
       {"harness/heads/attention-field-with-two-heads",
        {"refusal.attention-length"},
        "two query heads and a row in `attention`", "heads-attention-field"},

@@ -1,14 +1,18 @@
 """The harness: configuration and RunScenario (spec/harness.md).
 
-`make_policy` follows spec/harness.md#configuration; `run_scenario` runs a
-scenario (explicit steps, spec/harness.md#scenarios, or a generated trace,
-spec/trace.md) and returns an eviction log (spec/harness.md#eviction-log).
+`configure` and `make_policy` follow spec/harness.md#configuration;
+`run_scenario` runs a scenario (explicit steps, spec/harness.md#scenarios, or
+a generated trace, spec/trace.md), with one head or several (spec/heads.md),
+and returns an eviction log (spec/harness.md#eviction-log,
+spec/heads.md#the-eviction-log).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
 
 from .errors import (
     ATTENTION_LENGTH,
@@ -20,6 +24,7 @@ from .errors import (
     Refusal,
 )
 from .f32 import weight_ok
+from .heads import KeptSet, check_head_counts, sets_of
 from .policies import REGISTRY
 from .policies.base import MAX_POSITION, Policy, StepOutcome
 from .rng import Rng
@@ -33,8 +38,11 @@ class EvictionLog:
     rejection: Optional[Tuple[str, int, str]] = None
 
 
-def make_policy(name: str, parameters: Sequence[Tuple[str, int]], seed: int = 0) -> Policy:
-    """spec/harness.md#configuration, checks in order; raises Refusal."""
+def configure(name: str, parameters: Sequence[Tuple[str, int]]):
+    """spec/harness.md#configuration, checks in order; raises Refusal.
+
+    Returns the policy's class and its parameter values (defaults filled in).
+    """
     cls = REGISTRY.get(name)
     if cls is None:
         raise Refusal(UNKNOWN_POLICY, f"unknown policy '{name}'")
@@ -56,31 +64,99 @@ def make_policy(name: str, parameters: Sequence[Tuple[str, int]], seed: int = 0)
             raise Refusal(INVALID_PARAMETER, f"{name}: {pname} must be in [{lo}, {hi}], got {v}")
         values[pname] = v
     cls.check_relations(values)
+    return cls, values
+
+
+def make_policy(name: str, parameters: Sequence[Tuple[str, int]], seed: int = 0) -> Policy:
+    """spec/harness.md#configuration, checks in order; raises Refusal."""
+    cls, values = configure(name, parameters)
     return cls(values, Rng(seed))
 
 
-def run_steps(policy: Policy, steps: Sequence[Tuple[int, Optional[Sequence[float]]]], log: EvictionLog) -> None:
-    """Explicit steps: (admit, row or None). spec/harness.md#refusals, through a scenario."""
+def _check_rows(index: int, first: int, row, heads, query_heads: int):
+    """Step checks 3 and 4 (spec/harness.md#refusals, spec/heads.md#rows-per-head).
+
+    Returns None for null attention, else the rows, head 0 first: with one
+    query head the step's `attention` row as given; with several, a
+    (query_heads, first) binary64 array.
+    """
+    if query_heads == 1:
+        if heads:
+            raise Refusal(
+                ATTENTION_LENGTH, f"step {index}: {len(heads)} rows in heads, a scenario with one query head has none"
+            )
+        if row is None:
+            return None
+        if len(row) != first:
+            raise Refusal(
+                ATTENTION_LENGTH,
+                f"step {index}: row has {len(row)} weights, {first} positions were admitted before",
+            )
+        for i, w in enumerate(row):
+            if not weight_ok(w):
+                raise Refusal(ATTENTION_VALUE, f"step {index}: weight {i} is {w!r}")
+        return row
+    if row is None and not heads:
+        return None  # null for every head at once
+    if row is not None:
+        raise Refusal(
+            ATTENTION_LENGTH, f"step {index}: attention is present, {query_heads} query heads carry rows in heads"
+        )
+    if len(heads) != query_heads:
+        raise Refusal(ATTENTION_LENGTH, f"step {index}: {len(heads)} rows, {query_heads} query heads")
+    # Every row's length before any weight.
+    for h, r in enumerate(heads):
+        if len(r) != first:
+            raise Refusal(
+                ATTENTION_LENGTH,
+                f"step {index}: head {h}'s row has {len(r)} weights, {first} positions were admitted before",
+            )
+    rows = np.asarray(heads, dtype=np.float64).reshape(query_heads, first)
+    # spec/harness.md#attention-weights: finite, sign bit clear.
+    bad = ~np.isfinite(rows) | np.signbit(rows)
+    if bad.any():
+        h, i = divmod(int(np.argmax(bad.ravel())), first)  # head 0 first, index 0 up
+        raise Refusal(ATTENTION_VALUE, f"step {index}: head {h}, weight {i} is {rows[h, i]!r}")
+    return rows
+
+
+def run_steps(policy: Policy, steps, log: EvictionLog, query_heads: int = 1, sets=None) -> None:
+    """Explicit steps: (admit, row or None, heads), spec/harness.md#refusals
+    through a scenario. `heads`: the rows of spec/heads.md#rows-per-head
+    (a list of rows, empty when absent).
+
+    With `sets` (a list of heads.KeptSet), the run is that of a policy that
+    reads attention over several heads; otherwise `policy` is the run's one
+    kept set.
+    """
     first = 0
-    for index, (admit, row) in enumerate(steps):
+    for index, (admit, row, heads) in enumerate(steps):
         try:
             if admit < 1:
                 raise Refusal(POSITION, f"step {index} admits no position")
             if first + admit - 1 > MAX_POSITION:
                 raise Refusal(POSITION, f"step {index}: positions run past 2^32 - 1")
-            attention = None
-            if row is not None:
-                if len(row) != first:
-                    raise Refusal(
-                        ATTENTION_LENGTH,
-                        f"step {index}: row has {len(row)} weights, {first} positions were admitted before",
-                    )
-                for i, w in enumerate(row):
-                    if not weight_ok(w):
-                        raise Refusal(ATTENTION_VALUE, f"step {index}: weight {i} is {w!r}")
-                # Gathered, in kept order, bit for bit (spec/harness.md#what-a-policy-sees).
-                attention = [row[p] for p in policy.kept]
-            log.steps.append(policy.step_unchecked(first, admit, attention))
+            rows = _check_rows(index, first, row, heads, query_heads)
+            if sets is None:
+                attention = None
+                if rows is not None and query_heads == 1:
+                    # Gathered, in kept order, bit for bit (spec/harness.md#what-a-policy-sees).
+                    attention = [row[p] for p in policy.kept]
+                # With several heads the one set's policy reads no attention
+                # (spec/heads.md#policies-that-do-not-read-attention).
+                log.steps.append(policy.step_unchecked(first, admit, attention))
+            else:
+                outcomes = []
+                for ks in sets:
+                    gathered = None
+                    if rows is not None:
+                        # Each head's own row at its set's kept positions.
+                        gathered = rows[ks.first_head:ks.end_head][:, np.asarray(ks.kept, dtype=np.intp)]
+                    outcomes.append(ks.step(first, admit, gathered))
+                if len(outcomes) == 1:
+                    log.steps.append(outcomes[0])
+                else:
+                    log.steps.append(StepOutcome([], 0, 0, [], outcomes))
         except Refusal as r:
             log.rejection = (r.category, index, r.message)
             return
@@ -95,19 +171,30 @@ def run_trace(policy: Policy, gen: trace_mod.TraceGenerator, steps: int, log: Ev
         log.steps.append(policy.step_unchecked(t, 1, attention))
 
 
-def run_scenario(name, parameters, seed, steps=None, trace_config=None) -> EvictionLog:
+def run_scenario(name, parameters, seed, steps=None, trace_config=None,
+                 query_heads=None, kv_heads=None) -> EvictionLog:
     """Run one configuration over one scenario.
 
-    `steps`: list of (admit, row-or-None); `trace_config`: a TraceConfig
-    proto (or None). Both given is INVALID_TRACE.
+    `steps`: list of (admit, row-or-None[, heads]); `trace_config`: a
+    TraceConfig proto (or None). Both given is INVALID_TRACE. `query_heads`,
+    `kv_heads`: the scenario's head counts, None when absent (1).
     """
     log = EvictionLog()
+    # (admit, row) is (admit, row, no heads).
+    steps = [tuple(st) if len(st) == 3 else (st[0], st[1], ()) for st in steps or []]
     try:
-        policy = make_policy(name, parameters, seed)
+        # 1. the configuration.
+        cls, values = configure(name, parameters)
+        policy = cls(values, Rng(seed))
+        # 2. the scenario's shape: not both steps and a trace, then its head counts.
+        if trace_config is not None and steps:
+            raise Refusal(INVALID_TRACE, "a scenario has either steps or a trace, not both")
+        hq = 1 if query_heads is None else query_heads
+        hkv = 1 if kv_heads is None else kv_heads
+        check_head_counts(hq, hkv, trace_config is not None)
+        # 3. a trace's parameters.
         gen = None
         if trace_config is not None:
-            if steps:
-                raise Refusal(INVALID_TRACE, "a scenario has either steps or a trace, not both")
             tp = trace_mod.params_from_proto(trace_config)
             gen = trace_mod.TraceGenerator(tp)
     except Refusal as r:
@@ -115,6 +202,9 @@ def run_scenario(name, parameters, seed, steps=None, trace_config=None) -> Evict
         return log
     if gen is not None:
         run_trace(policy, gen, tp.steps, log)
+    elif hq > 1 and cls.READS_ATTENTION:
+        sets = [KeptSet(cls, values, h0, h1) for h0, h1 in sets_of(values["granularity"], hq, hkv)]
+        run_steps(None, steps, log, hq, sets)
     else:
-        run_steps(policy, steps or [], log)
+        run_steps(policy, steps, log, hq)
     return log

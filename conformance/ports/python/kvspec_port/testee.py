@@ -53,18 +53,25 @@ def hello_reply() -> "cpb.PortMessage":
     return out
 
 
+def _fill_step(sr, s, want_cut: bool) -> None:
+    sr.victims.extend(s.victims)
+    sr.kept_count = s.kept_count
+    sr.query_cache_position = s.query_cache_position
+    if want_cut:
+        for pos, score in s.cut:
+            rp = sr.cut.add()
+            rp.position = pos
+            rp.score = score
+    # More than one kept set: one record per set, in set order
+    # (spec/heads.md#the-eviction-log).
+    for sub in s.sets:
+        _fill_step(sr.sets.add(), sub, want_cut)
+
+
 def to_proto_log(elog, want_cut: bool) -> "kpb.EvictionLog":
     out = kpb.EvictionLog()
     for s in elog.steps:
-        sr = out.steps.add()
-        sr.victims.extend(s.victims)
-        sr.kept_count = s.kept_count
-        sr.query_cache_position = s.query_cache_position
-        if want_cut:
-            for pos, score in s.cut:
-                rp = sr.cut.add()
-                rp.position = pos
-                rp.score = score
+        _fill_step(out.steps.add(), s, want_cut)
     if elog.rejection is not None:
         category, step, message = elog.rejection
         out.rejection.category = kpb.ErrorCategory.Value(category)
@@ -80,12 +87,20 @@ def handle_request(req) -> "cpb.PortMessage":
     try:
         sc = req.scenario
         steps = [
-            (st.admit, list(st.attention.weights) if st.HasField("attention") else None)
+            (
+                st.admit,
+                list(st.attention.weights) if st.HasField("attention") else None,
+                [list(h.weights) for h in st.heads],  # spec/heads.md#rows-per-head
+            )
             for st in sc.steps
         ]
         trace_config = sc.trace if sc.HasField("trace") else None
+        # spec/heads.md#head-counts: an absent count is 1 (None here).
+        query_heads = sc.query_heads if sc.HasField("query_heads") else None
+        kv_heads = sc.kv_heads if sc.HasField("kv_heads") else None
         params = [(p.name, p.value) for p in req.policy.parameters]
-        elog = run_scenario(req.policy.name, params, req.policy.seed, steps, trace_config)
+        elog = run_scenario(req.policy.name, params, req.policy.seed, steps, trace_config,
+                            query_heads, kv_heads)
         resp.log.CopyFrom(to_proto_log(elog, req.want_cut))
     except Exception:  # a bug of the port, not a spec refusal
         resp.error.message = traceback.format_exc()

@@ -230,9 +230,13 @@ def _():
 def _():
     from kvspec_port.errors import ATTENTION_LENGTH, Refusal
 
-    def run_steps(policy, steps, log):
+    original = harness.run_steps
+
+    def run_steps(policy, steps, log, query_heads=1, sets=None):
+        if query_heads != 1:
+            return original(policy, steps, log, query_heads, sets)
         first = 0
-        for index, (admit, row) in enumerate(steps):
+        for index, (admit, row, _heads) in enumerate(steps):
             try:
                 attention = None
                 if row is not None:

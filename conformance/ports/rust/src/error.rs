@@ -1,5 +1,6 @@
 //! Refusals and their categories. Spec: spec/harness.md#refusals,
-//! spec/trace.md#parameters (`INVALID_TRACE`).
+//! spec/trace.md#parameters (`INVALID_TRACE`), spec/heads.md#head-counts
+//! (`INVALID_HEADS`).
 use std::fmt;
 
 /// The spec's error categories (kvspec.v1.ErrorCategory).
@@ -11,6 +12,7 @@ pub enum Category {
     AttentionValue,
     Position,
     InvalidTrace,
+    InvalidHeads,
 }
 
 impl Category {
@@ -22,6 +24,7 @@ impl Category {
             Category::AttentionValue => "ATTENTION_VALUE",
             Category::Position => "POSITION",
             Category::InvalidTrace => "INVALID_TRACE",
+            Category::InvalidHeads => "INVALID_HEADS",
         }
     }
 }

@@ -1,9 +1,10 @@
 //! The decode loop every policy runs in: steps, validation and refusals,
-//! gathering, admission, eviction and the eviction log.
-//! Spec: spec/harness.md.
+//! gathering, admission, eviction and the eviction log; with several heads,
+//! one kept set per granularity unit. Spec: spec/harness.md, spec/heads.md.
 
 use crate::error::{Category, Refusal, Result};
-use crate::policies::{self, Policy};
+use crate::heads::{combine, sets_of, Aggregation, HeadCounts};
+use crate::policies::{self, rank, Policy};
 use crate::trace::{TraceGenerator, TraceParams};
 
 /// The highest position (spec/harness.md#positions).
@@ -17,8 +18,11 @@ pub struct StepRecord {
     pub kept_count: u32,
     pub query_cache_position: u32,
     /// Score-based policies: (position, score) in rank order
-    /// (spec/vectors.md#the-cut). Empty otherwise.
+    /// (spec/vectors.md#the-cut; a set's combined scores). Empty otherwise.
     pub cut: Vec<(u32, f64)>,
+    /// With more than one kept set: one record per set, in set order, and
+    /// the fields above empty (spec/heads.md#the-eviction-log).
+    pub sets: Vec<StepRecord>,
 }
 
 /// A refusal and where it happened: `step` is -1 for the configuration.
@@ -54,25 +58,140 @@ fn check_weights(weights: &[f32]) -> Result<()> {
     Ok(())
 }
 
-/// One policy and the positions it keeps (`Policy::Step` in the spec).
-pub struct Engine {
-    policy: Box<dyn Policy>,
+/// A kept set (spec/heads.md#kept-sets): kept positions with their own
+/// budget, protected positions and victims, and one policy state per query
+/// head it covers (for a policy that reads attention) or one state for the
+/// whole set (for the others).
+pub struct KeptSet {
     kept: Vec<u32>,
-    /// The lowest position the next step may admit.
-    next: u64,
+    /// The query heads the set covers, ascending.
+    heads: Vec<usize>,
+    /// One state per covered head (`states[i]` is head `heads[i]`'s) for a
+    /// policy that reads attention; a single state otherwise.
+    states: Vec<Box<dyn Policy>>,
+    /// How the heads' scores combine (default `mean` for the policies that
+    /// do not read attention, where there is nothing to combine).
+    aggregation: Aggregation,
 }
 
-impl Engine {
-    pub fn new(policy: Box<dyn Policy>) -> Self {
-        Engine { policy, kept: Vec::new(), next: 0 }
+impl KeptSet {
+    /// A set covering `heads`, with `states` as above.
+    fn new(heads: Vec<usize>, states: Vec<Box<dyn Policy>>, aggregation: Aggregation) -> Self {
+        assert!(!states.is_empty());
+        KeptSet { kept: Vec::new(), heads, states, aggregation }
+    }
+
+    /// The one-head set of a single-head policy.
+    pub fn single(policy: Box<dyn Policy>) -> Self {
+        let aggregation = policy.head_options().map_or(Aggregation::Mean, |o| o.aggregation);
+        KeptSet::new(vec![0], vec![policy], aggregation)
     }
 
     pub fn kept(&self) -> &[u32] {
         &self.kept
     }
 
+    fn reads_attention(&self) -> bool {
+        self.states[0].head_options().is_some()
+    }
+
+    /// Record each covered head's row (full-cache rows, `rows[h]` for query
+    /// head `h`), gathered at this set's kept positions
+    /// (spec/heads.md#what-each-head-records).
+    fn record_rows(&mut self, rows: &[&[f32]], gathered: &mut Vec<f32>) {
+        if !self.reads_attention() {
+            return;
+        }
+        for (state, &h) in self.states.iter_mut().zip(&self.heads) {
+            gathered.clear();
+            gathered.extend(self.kept.iter().map(|&p| rows[h][p as usize]));
+            state.record(gathered);
+        }
+    }
+
+    /// Record one attention vector already gathered in kept order (a set
+    /// with a single state).
+    fn record_gathered(&mut self, attention: &[f32]) {
+        debug_assert_eq!(self.states.len(), 1);
+        self.states[0].record(attention);
+    }
+
+    fn admit(&mut self, first: u64, count: u64) {
+        for p in first..first + count {
+            self.kept.push(p as u32);
+        }
+        for state in &mut self.states {
+            state.admit(count as usize);
+        }
+    }
+
+    /// Evict down to the budget (spec/harness.md#victims): score-based
+    /// policies rank the heads' combined scores
+    /// (spec/heads.md#combining-heads-at-ranking-time).
+    fn evict(&mut self, query_cache_position: u32) -> StepRecord {
+        let mut record = StepRecord { query_cache_position, ..Default::default() };
+        if let Some(budget) = self.states[0].budget() {
+            let n = self.kept.len() as u64;
+            if n > budget {
+                let k = (n - budget) as usize;
+                let sel = if self.states[0].scores().is_some() {
+                    let per_head: Vec<Vec<f64>> = self.states.iter().map(|s| s.scores().unwrap()).collect();
+                    let combined = if per_head.len() == 1 {
+                        // (+0.0 + x) / 1 and max(x) are x, bit for bit.
+                        per_head.into_iter().next().unwrap()
+                    } else {
+                        combine(&per_head, self.aggregation)
+                    };
+                    let candidates = self.kept.len() - self.states[0].recent_window();
+                    rank(&self.kept, &combined, candidates, k)
+                } else {
+                    self.states[0].choose_victims(&self.kept, k)
+                };
+                assert_eq!(sel.victims.len(), k, "{} chose the wrong number of victims", self.states[0].name());
+                record.cut = sel.cut.iter().map(|&(slot, s)| (self.kept[slot], s)).collect();
+                let mut evicted = vec![false; self.kept.len()];
+                for &slot in &sel.victims {
+                    evicted[slot] = true;
+                }
+                for state in &mut self.states {
+                    state.remove(&evicted);
+                }
+                let mut w = 0;
+                for slot in 0..self.kept.len() {
+                    if evicted[slot] {
+                        record.victims.push(self.kept[slot]);
+                    } else {
+                        self.kept[w] = self.kept[slot];
+                        w += 1;
+                    }
+                }
+                self.kept.truncate(w);
+            }
+        }
+        record.kept_count = self.kept.len() as u32;
+        record
+    }
+}
+
+/// One policy and the positions it keeps, for one head (`Policy::Step` in
+/// the spec).
+pub struct Engine {
+    set: KeptSet,
+    /// The lowest position the next step may admit.
+    next: u64,
+}
+
+impl Engine {
+    pub fn new(policy: Box<dyn Policy>) -> Self {
+        Engine { set: KeptSet::single(policy), next: 0 }
+    }
+
+    pub fn kept(&self) -> &[u32] {
+        self.set.kept()
+    }
+
     pub fn policy(&self) -> &dyn Policy {
-        self.policy.as_ref()
+        self.set.states[0].as_ref()
     }
 
     /// One step admitting `count` positions from `first`, with `attention`
@@ -93,62 +212,104 @@ impl Engine {
             return Err(Refusal::new(Category::Position, "positions run past 2^32 - 1"));
         }
         if let Some(a) = attention {
-            if a.len() != self.kept.len() {
+            if a.len() != self.set.kept.len() {
                 return Err(Refusal::new(
                     Category::AttentionLength,
-                    format!("attention has {} weights, {} positions are kept", a.len(), self.kept.len()),
+                    format!("attention has {} weights, {} positions are kept", a.len(), self.set.kept.len()),
                 ));
             }
             check_weights(a)?;
         }
-        let query_cache_position = self.kept.len() as u32;
+        let query_cache_position = self.set.kept.len() as u32;
         // 1. Record.
         if let Some(a) = attention {
-            self.policy.record(a);
+            self.set.record_gathered(a);
         }
         // 2. Admit.
-        for p in first..first + count {
-            self.kept.push(p as u32);
-        }
-        self.policy.admit(count as usize);
+        self.set.admit(first, count);
         self.next = first + count;
         // 3. Evict.
-        let mut record = StepRecord { query_cache_position, ..Default::default() };
-        if let Some(budget) = self.policy.budget() {
-            let n = self.kept.len() as u64;
-            if n > budget {
-                let k = (n - budget) as usize;
-                let sel = self.policy.choose_victims(&self.kept, k);
-                assert_eq!(sel.victims.len(), k, "{} chose the wrong number of victims", self.policy.name());
-                record.cut = sel.cut.iter().map(|&(slot, s)| (self.kept[slot], s)).collect();
-                let mut evicted = vec![false; self.kept.len()];
-                for &slot in &sel.victims {
-                    evicted[slot] = true;
-                }
-                self.policy.remove(&evicted);
-                let mut w = 0;
-                for slot in 0..self.kept.len() {
-                    if evicted[slot] {
-                        record.victims.push(self.kept[slot]);
-                    } else {
-                        self.kept[w] = self.kept[slot];
-                        w += 1;
-                    }
-                }
-                self.kept.truncate(w);
-            }
-        }
-        record.kept_count = self.kept.len() as u32;
-        Ok(record)
+        Ok(self.set.evict(query_cache_position))
     }
 }
 
-/// One step of an explicit scenario: how many it admits and its full-cache
-/// row (`None` is null attention).
-#[derive(Clone, Debug, PartialEq)]
+/// Every kept set of a run over a scenario's heads (spec/heads.md), in set
+/// order.
+pub struct Layer {
+    sets: Vec<KeptSet>,
+    /// Scratch for gathering a head's row.
+    gathered: Vec<f32>,
+}
+
+impl Layer {
+    /// The kept sets of a configuration over `heads`: one per granularity
+    /// unit for a policy that reads attention, one covering every head
+    /// otherwise (spec/heads.md#kept-sets). Every state is built from the
+    /// same configuration.
+    pub fn build(name: &str, params: &[(String, i64)], seed: u64, heads: HeadCounts) -> Result<Self> {
+        let first = policies::build(name, params, seed)?;
+        let sets = match first.head_options() {
+            None => vec![KeptSet::new((0..heads.query as usize).collect(), vec![first], Aggregation::Mean)],
+            Some(opts) => {
+                let mut first = Some(first);
+                let mut sets = Vec::new();
+                for covered in sets_of(opts.granularity, heads) {
+                    let mut states = Vec::with_capacity(covered.len());
+                    for _ in &covered {
+                        states.push(match first.take() {
+                            Some(p) => p,
+                            None => policies::build(name, params, seed)?,
+                        });
+                    }
+                    sets.push(KeptSet::new(covered, states, opts.aggregation));
+                }
+                sets
+            }
+        };
+        Ok(Layer { sets, gathered: Vec::new() })
+    }
+
+    /// One validated step: `rows` holds one full-cache row per query head,
+    /// or is `None` (null attention for every head). Returns the step's
+    /// record (spec/heads.md#the-eviction-log).
+    fn step(&mut self, first: u64, count: u64, rows: Option<&[&[f32]]>) -> StepRecord {
+        let mut records = Vec::with_capacity(self.sets.len());
+        for set in &mut self.sets {
+            let query_cache_position = set.kept.len() as u32;
+            if let Some(rows) = rows {
+                set.record_rows(rows, &mut self.gathered);
+            }
+            set.admit(first, count);
+            records.push(set.evict(query_cache_position));
+        }
+        if records.len() == 1 {
+            records.pop().unwrap()
+        } else {
+            StepRecord { sets: records, ..Default::default() }
+        }
+    }
+}
+
+/// One step of an explicit scenario, as on the wire: how many it admits,
+/// `row` (the proto's `attention`: one full-cache row, `None` if absent) and
+/// `heads` (one row per query head when there are several).
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ScenarioStep {
     pub admit: u32,
     pub row: Option<Vec<f32>>,
+    pub heads: Vec<Vec<f32>>,
+}
+
+impl ScenarioStep {
+    /// A single-head step: `row` is its full-cache row (`None` is null).
+    pub fn single(admit: u32, row: Option<Vec<f32>>) -> Self {
+        ScenarioStep { admit, row, heads: Vec::new() }
+    }
+
+    /// A multi-head step: one row per query head (empty is null attention).
+    pub fn per_head(admit: u32, heads: Vec<Vec<f32>>) -> Self {
+        ScenarioStep { admit, row: None, heads }
+    }
 }
 
 /// A scenario: explicit steps or a generated trace (spec/harness.md#scenarios).
@@ -158,44 +319,70 @@ pub enum Scenario {
     Trace(TraceParams),
 }
 
-/// Run a policy configuration over a scenario (`RunScenario`). Never fails:
-/// a refusal ends the log.
+/// Run a policy configuration over a single-head scenario (`RunScenario`).
+/// Never fails: a refusal ends the log.
 pub fn run_scenario(name: &str, params: &[(String, i64)], seed: u64, scenario: &Scenario) -> EvictionLog {
+    run_scenario_with_heads(name, params, seed, HeadCounts::ONE, scenario)
+}
+
+/// Run a policy configuration over a scenario with validated head counts
+/// (spec/heads.md#head-counts; the caller checked them after the
+/// scenario's shape). Never fails: a refusal ends the log.
+pub fn run_scenario_with_heads(
+    name: &str,
+    params: &[(String, i64)],
+    seed: u64,
+    heads: HeadCounts,
+    scenario: &Scenario,
+) -> EvictionLog {
     let mut log = EvictionLog::default();
-    let policy = match policies::build(name, params, seed) {
-        Ok(p) => p,
-        Err(refusal) => {
-            log.rejection = Some(Rejection { refusal, step: -1 });
-            return log;
-        }
+    let refuse = |log: &mut EvictionLog, refusal: Refusal, step: i32| {
+        log.rejection = Some(Rejection { refusal, step });
     };
-    let mut engine = Engine::new(policy);
     match scenario {
         Scenario::Steps(steps) => {
+            let mut layer = match Layer::build(name, params, seed, heads) {
+                Ok(l) => l,
+                Err(refusal) => {
+                    refuse(&mut log, refusal, -1);
+                    return log;
+                }
+            };
             let mut next: u64 = 0;
-            let mut gathered: Vec<f32> = Vec::new();
             for (index, step) in steps.iter().enumerate() {
-                match run_explicit_step(&mut engine, next, step, &mut gathered) {
-                    Ok(rec) => log.steps.push(rec),
+                match check_explicit_step(next, step, heads.query as usize) {
+                    Ok(rows) => log.steps.push(layer.step(next, step.admit as u64, rows.as_deref())),
                     Err(refusal) => {
-                        log.rejection = Some(Rejection { refusal, step: index as i32 });
+                        refuse(&mut log, refusal, index as i32);
                         return log;
                     }
                 }
                 next += step.admit as u64;
             }
         }
-        Scenario::Trace(params) => {
-            let mut gen = TraceGenerator::new(params.clone());
+        Scenario::Trace(params_t) => {
+            let policy = match policies::build(name, params, seed) {
+                Ok(p) => p,
+                Err(refusal) => {
+                    refuse(&mut log, refusal, -1);
+                    return log;
+                }
+            };
+            if heads != HeadCounts::ONE {
+                refuse(&mut log, Refusal::new(Category::InvalidHeads, "a generated trace has one head"), -1);
+                return log;
+            }
+            let mut engine = Engine::new(policy);
+            let mut gen = TraceGenerator::new(params_t.clone());
             let mut gathered: Vec<f32> = Vec::new();
-            for t in 0..params.steps as u64 {
+            for t in 0..params_t.steps as u64 {
                 gen.begin_step(t);
                 gathered.clear();
                 gathered.extend(engine.kept().iter().map(|&p| gen.weight(p as u64)));
                 match engine.step(t, 1, Some(&gathered)) {
                     Ok(rec) => log.steps.push(rec),
                     Err(refusal) => {
-                        log.rejection = Some(Rejection { refusal, step: t as i32 });
+                        refuse(&mut log, refusal, t as i32);
                         return log;
                     }
                 }
@@ -205,30 +392,61 @@ pub fn run_scenario(name: &str, params: &[(String, i64)], seed: u64, scenario: &
     log
 }
 
-/// Checks of spec/harness.md#refusals through a scenario, then gathers
-/// `row[kept[i]]` (spec/harness.md#what-a-policy-sees) and steps.
-fn run_explicit_step(engine: &mut Engine, first: u64, step: &ScenarioStep, gathered: &mut Vec<f32>) -> Result<StepRecord> {
+/// The checks of spec/harness.md#refusals for one step of a scenario with
+/// `hq` query heads, in order (spec/heads.md#rows-per-head): the positions,
+/// then the rows (their number, then each row's length, head 0 first), then
+/// every weight of every row (head 0 first, index 0 up). Returns the rows,
+/// one per query head, or `None` for null attention.
+fn check_explicit_step(first: u64, step: &ScenarioStep, hq: usize) -> Result<Option<Vec<&[f32]>>> {
     if step.admit == 0 {
         return Err(Refusal::new(Category::Position, "a step must admit at least one position"));
     }
     if first + (step.admit as u64 - 1) > MAX_POSITION {
         return Err(Refusal::new(Category::Position, "positions run past 2^32 - 1"));
     }
-    match &step.row {
-        None => engine.step(first, step.admit as u64, None),
-        Some(row) => {
-            if row.len() as u64 != first {
+    let rows: Vec<&[f32]> = if hq == 1 {
+        if !step.heads.is_empty() {
+            return Err(Refusal::new(
+                Category::AttentionLength,
+                format!("with one query head the row is `attention`, but `heads` holds {} rows", step.heads.len()),
+            ));
+        }
+        match &step.row {
+            None => return Ok(None),
+            Some(row) => vec![row.as_slice()],
+        }
+    } else {
+        match (&step.row, step.heads.is_empty()) {
+            (None, true) => return Ok(None),
+            (Some(_), _) => {
                 return Err(Refusal::new(
                     Category::AttentionLength,
-                    format!("the row has {} weights, {} positions were admitted before the step", row.len(), first),
-                ));
+                    format!("with {hq} query heads the rows are in `heads`, and `attention` must be absent"),
+                ))
             }
-            check_weights(row)?;
-            gathered.clear();
-            gathered.extend(engine.kept().iter().map(|&p| row[p as usize]));
-            engine.step(first, step.admit as u64, Some(gathered))
+            (None, false) => {
+                if step.heads.len() != hq {
+                    return Err(Refusal::new(
+                        Category::AttentionLength,
+                        format!("`heads` holds {} rows, the scenario has {hq} query heads", step.heads.len()),
+                    ));
+                }
+                step.heads.iter().map(|r| r.as_slice()).collect()
+            }
+        }
+    };
+    for (h, row) in rows.iter().enumerate() {
+        if row.len() as u64 != first {
+            return Err(Refusal::new(
+                Category::AttentionLength,
+                format!("head {h}: the row has {} weights, {first} positions were admitted before the step", row.len()),
+            ));
         }
     }
+    for (h, row) in rows.iter().enumerate() {
+        check_weights(row).map_err(|r| Refusal::new(r.category, format!("head {h}: {}", r.message)))?;
+    }
+    Ok(Some(rows))
 }
 
 #[cfg(test)]
@@ -240,7 +458,7 @@ mod tests {
     }
 
     fn singles(rows: &[&[f32]]) -> Scenario {
-        Scenario::Steps(rows.iter().map(|r| ScenarioStep { admit: 1, row: Some(r.to_vec()) }).collect())
+        Scenario::Steps(rows.iter().map(|r| ScenarioStep::single(1, Some(r.to_vec()))).collect())
     }
 
     fn victims(log: &EvictionLog) -> Vec<Vec<u32>> {
@@ -249,7 +467,7 @@ mod tests {
     }
 
     fn chunks(sizes: &[u32]) -> Scenario {
-        Scenario::Steps(sizes.iter().map(|&a| ScenarioStep { admit: a, row: None }).collect())
+        Scenario::Steps(sizes.iter().map(|&a| ScenarioStep::single(a, None)).collect())
     }
 
     fn kept_after(name: &str, p: &[(&str, i64)], scenario: &Scenario) -> Vec<u32> {
@@ -313,10 +531,10 @@ mod tests {
     #[test]
     fn snapkv_wrap_around() {
         let sc = Scenario::Steps(vec![
-            ScenarioStep { admit: 1, row: None },
-            ScenarioStep { admit: 1, row: Some(vec![0.5]) },
-            ScenarioStep { admit: 1, row: Some(vec![0.25, 0.75]) },
-            ScenarioStep { admit: 1, row: Some(vec![0.125, 0.25, 0.5]) },
+            ScenarioStep::single(1, None),
+            ScenarioStep::single(1, Some(vec![0.5])),
+            ScenarioStep::single(1, Some(vec![0.25, 0.75])),
+            ScenarioStep::single(1, Some(vec![0.125, 0.25, 0.5])),
         ]);
         let p = params(&[("budget", 3), ("recent_window", 1), ("obs_window", 2), ("pool_kernel", 1)]);
         let log = run_scenario("snapkv", &p, 0, &sc);
@@ -327,8 +545,8 @@ mod tests {
     /// A null chunk of `n`, then one step admitting 1 with the given row.
     fn one_row(n: u32, row: &[f32]) -> Scenario {
         Scenario::Steps(vec![
-            ScenarioStep { admit: n, row: None },
-            ScenarioStep { admit: 1, row: Some(row.to_vec()) },
+            ScenarioStep::single(n, None),
+            ScenarioStep::single(1, Some(row.to_vec())),
         ])
     }
 
@@ -361,11 +579,11 @@ mod tests {
         let t = f32::from_bits(0x25000000);
         assert_eq!(t as f64, 2f64.powi(-53));
         let sc = Scenario::Steps(vec![
-            ScenarioStep { admit: 1, row: None },
-            ScenarioStep { admit: 1, row: Some(vec![0.5]) },
-            ScenarioStep { admit: 1, row: Some(vec![t, 0.0]) },
-            ScenarioStep { admit: 1, row: Some(vec![t, 0.0, 2.0]) },
-            ScenarioStep { admit: 1, row: Some(vec![1.0, 1.0, 2.0, 2.0]) },
+            ScenarioStep::single(1, None),
+            ScenarioStep::single(1, Some(vec![0.5])),
+            ScenarioStep::single(1, Some(vec![t, 0.0])),
+            ScenarioStep::single(1, Some(vec![t, 0.0, 2.0])),
+            ScenarioStep::single(1, Some(vec![1.0, 1.0, 2.0, 2.0])),
         ]);
         let p = params(&[("budget", 4), ("recent_window", 1), ("obs_window", 3), ("pool_kernel", 1)]);
         let log = run_scenario("snapkv", &p, 0, &sc);
@@ -396,21 +614,21 @@ mod tests {
         let cat = |sc: Scenario| run_scenario("window", &p, 0, &sc).rejection.map(|r| (r.refusal.category, r.step));
         assert_eq!(cat(chunks(&[1, 0])), Some((Category::Position, 1)));
         let bad_len = Scenario::Steps(vec![
-            ScenarioStep { admit: 2, row: Some(vec![]) },
-            ScenarioStep { admit: 1, row: Some(vec![0.5]) },
+            ScenarioStep::single(2, Some(vec![])),
+            ScenarioStep::single(1, Some(vec![0.5])),
         ]);
         assert_eq!(cat(bad_len), Some((Category::AttentionLength, 1)));
         for w in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -1.0, -0.0] {
             let sc = Scenario::Steps(vec![
-                ScenarioStep { admit: 2, row: Some(vec![]) },
-                ScenarioStep { admit: 1, row: Some(vec![0.5, w]) },
+                ScenarioStep::single(2, Some(vec![])),
+                ScenarioStep::single(1, Some(vec![0.5, w])),
             ]);
             assert_eq!(cat(sc), Some((Category::AttentionValue, 1)), "{w}");
         }
         let sub = f32::from_bits(1);
         let sc = Scenario::Steps(vec![
-            ScenarioStep { admit: 2, row: Some(vec![]) },
-            ScenarioStep { admit: 1, row: Some(vec![0.0, sub]) },
+            ScenarioStep::single(2, Some(vec![])),
+            ScenarioStep::single(1, Some(vec![0.0, sub])),
         ]);
         assert_eq!(cat(sc), None);
         let log = run_scenario("window", &params(&[("budget", 0)]), 0, &chunks(&[1]));
@@ -437,5 +655,350 @@ mod tests {
         assert_eq!(e.step(MAX_POSITION + 1, 1, None).unwrap_err().category, Category::Position);
         let mut e = Engine::new(policies::build("window", &params(&[("budget", 3)]), 0).unwrap());
         assert_eq!(e.step(MAX_POSITION - 1, 3, None).unwrap_err().category, Category::Position);
+    }
+}
+
+/// Multi-head rules (spec/heads.md), worked by hand.
+#[cfg(test)]
+mod heads_tests {
+    use super::*;
+    use crate::rng::Rng;
+
+    fn params(v: &[(&str, i64)]) -> Vec<(String, i64)> {
+        v.iter().map(|(n, x)| (n.to_string(), *x)).collect()
+    }
+
+    fn hc(query: u32, kv: u32) -> HeadCounts {
+        HeadCounts { query, kv }
+    }
+
+    fn run(name: &str, p: &[(&str, i64)], heads: HeadCounts, steps: Vec<ScenarioStep>) -> EvictionLog {
+        run_scenario_with_heads(name, &params(p), 0, heads, &Scenario::Steps(steps))
+    }
+
+    fn rejection(log: &EvictionLog) -> Option<(Category, i32)> {
+        log.rejection.as_ref().map(|r| (r.refusal.category, r.step))
+    }
+
+    /// Victims of each set at `step` (the step's own victims with one set).
+    fn set_victims(log: &EvictionLog, step: usize) -> Vec<Vec<u32>> {
+        assert!(log.rejection.is_none(), "{:?}", log.rejection);
+        let r = &log.steps[step];
+        if r.sets.is_empty() {
+            vec![r.victims.clone()]
+        } else {
+            r.sets.iter().map(|s| s.victims.clone()).collect()
+        }
+    }
+
+    /// A null chunk of 2 (positions 0, 1), then one step admitting 2 with
+    /// one row per head over positions 0 and 1.
+    fn two_then(rows: &[[f32; 2]]) -> Vec<ScenarioStep> {
+        vec![ScenarioStep::per_head(2, vec![]), ScenarioStep::per_head(1, rows.iter().map(|r| r.to_vec()).collect())]
+    }
+
+    #[test]
+    fn aggregation_decides() {
+        // One set of two heads (kv_head, Hkv 1). budget 2, recent_window 1:
+        // kept 0, 1, 2 after admission; candidates 0 and 1.
+        // head 0: 0.5, 0.25; head 1: 0.0, 0.375.
+        // mean 0.25, 0.3125 -> 0; max 0.5, 0.375 -> 1; sum 0.5, 0.625 -> 0.
+        let rows = two_then(&[[0.5, 0.25], [0.0, 0.375]]);
+        for (policy, extra) in [("h2o", vec![]), ("tova", vec![]), ("snapkv", vec![("pool_kernel", 1)])] {
+            let with = |agg: i64| {
+                let mut p = vec![("budget", 2), ("recent_window", 1), ("aggregation", agg)];
+                p.extend(extra.iter().cloned());
+                run(policy, &p, hc(2, 1), rows.clone())
+            };
+            let mean = with(0);
+            assert_eq!(set_victims(&mean, 1), vec![vec![0]], "{policy}");
+            assert_eq!(mean.steps[1].cut, vec![(0, 0.25), (1, 0.3125)], "{policy}");
+            assert_eq!(set_victims(&with(1), 1), vec![vec![1]], "{policy}");
+            assert_eq!(with(1).steps[1].cut, vec![(1, 0.375), (0, 0.5)], "{policy}");
+            assert_eq!(set_victims(&with(2), 1), vec![vec![0]], "{policy}");
+            assert_eq!(with(2).steps[1].cut, vec![(0, 0.5), (1, 0.625)], "{policy}");
+        }
+    }
+
+    #[test]
+    fn mean_and_sum_differ_by_rounding() {
+        // Three heads, one set. Slot 0: 1.0 + 0.5 + 2^-51 = 1.5 + 2^-51;
+        // slot 1: 1.0 + 0.5 + 2^-52 = 1.5 + 2^-52 (both exact). Divided by
+        // 3 both round to 0.5 + 2^-53: mean ties and evicts 0; sum evicts
+        // the smaller, 1. Max is 1.0 for both: 0 goes.
+        let a = f32::from_bits(0x26000000); // 2^-51
+        let b = f32::from_bits(0x25800000); // 2^-52
+        assert_eq!((a as f64, b as f64), (2f64.powi(-51), 2f64.powi(-52)));
+        let rows = two_then(&[[1.0, 1.0], [0.5, 0.5], [a, b]]);
+        let p = |agg| [("budget", 2), ("recent_window", 1), ("aggregation", agg)];
+        let mean = run("h2o", &p(0), hc(3, 1), rows.clone());
+        let half = 0.5 + 2f64.powi(-53);
+        assert_eq!(mean.steps[1].victims, vec![0]);
+        assert_eq!(mean.steps[1].cut, vec![(0, half), (1, half)]);
+        let sum = run("h2o", &p(2), hc(3, 1), rows.clone());
+        assert_eq!(sum.steps[1].victims, vec![1]);
+        assert_eq!(sum.steps[1].cut, vec![(1, 1.5 + 2f64.powi(-52)), (0, 1.5 + 2f64.powi(-51))]);
+        assert_eq!(run("h2o", &p(1), hc(3, 1), rows).steps[1].victims, vec![0]);
+    }
+
+    #[test]
+    fn granularity_decides_and_sets_are_numbered() {
+        // Hq 4, Hkv 2 (G 2); tova, budget 2, recent_window 1; latest
+        // weights of positions 0, 1 per head:
+        let rows = two_then(&[[0.5, 0.0], [0.5, 0.0], [0.0, 0.5], [0.0, 0.25]]);
+        let p = |g, agg| [("budget", 2), ("recent_window", 1), ("granularity", g), ("aggregation", agg)];
+        // query_head: four sets, heads 0 and 1 evict 1, heads 2 and 3 evict 0.
+        let log = run("tova", &p(2, 0), hc(4, 2), rows.clone());
+        assert_eq!(set_victims(&log, 1), vec![vec![1], vec![1], vec![0], vec![0]]);
+        // kv_head (the default): set 0 = heads 0, 1 (mean 0.5, 0.0) -> 1;
+        // set 1 = heads 2, 3 (mean 0.0, 0.375) -> 0.
+        let log = run("tova", &p(1, 0), hc(4, 2), rows.clone());
+        assert_eq!(set_victims(&log, 1), vec![vec![1], vec![0]]);
+        assert_eq!(log.steps[1].sets[1].cut, vec![(0, 0.0), (1, 0.375)]);
+        let default = run("tova", &[("budget", 2), ("recent_window", 1)], hc(4, 2), rows.clone());
+        assert_eq!(default, log);
+        // layer: one set; mean 0.25, 0.1875 -> 1; max 0.5, 0.5 -> tie, 0.
+        let log = run("tova", &p(0, 0), hc(4, 2), rows.clone());
+        assert_eq!(log.steps[1].sets, vec![]);
+        assert_eq!(log.steps[1].victims, vec![1]);
+        assert_eq!(log.steps[1].cut, vec![(1, 0.1875), (0, 0.25)]);
+        assert_eq!(set_victims(&run("tova", &p(0, 1), hc(4, 2), rows), 1), vec![vec![0]]);
+    }
+
+    #[test]
+    fn multi_set_log_leaves_own_fields_empty() {
+        let rows = two_then(&[[0.5, 0.0], [0.0, 0.5]]);
+        let log = run("h2o", &[("budget", 2), ("recent_window", 1)], hc(2, 2), rows);
+        let set = |victims: Vec<u32>, kept_count, qcp, cut: Vec<(u32, f64)>| StepRecord {
+            victims,
+            kept_count,
+            query_cache_position: qcp,
+            cut,
+            sets: vec![],
+        };
+        assert_eq!(
+            log.steps,
+            vec![
+                StepRecord { sets: vec![set(vec![], 2, 0, vec![]), set(vec![], 2, 0, vec![])], ..Default::default() },
+                StepRecord {
+                    sets: vec![
+                        set(vec![1], 2, 2, vec![(1, 0.0), (0, 0.5)]),
+                        set(vec![0], 2, 2, vec![(0, 0.0), (1, 0.5)]),
+                    ],
+                    ..Default::default()
+                },
+            ]
+        );
+        // A set that evicts nothing still logs the step. Kept sets now differ:
+        // set 0 keeps 0, 2; set 1 keeps 1, 2. Next row: head 0 gathers
+        // row[0], row[2]; head 1 gathers row[1], row[2].
+        let mut steps = two_then(&[[0.5, 0.0], [0.0, 0.5]]);
+        steps.push(ScenarioStep::per_head(1, vec![vec![0.25, 9.0, 0.125], vec![9.0, 0.0, 0.75]]));
+        let log = run("h2o", &[("budget", 2), ("recent_window", 1)], hc(2, 2), steps);
+        // set 0: sums 0: 0.5 + 0.25 = 0.75, 2: 0.125, 3: 0 (protected) -> 2.
+        // set 1: sums 1: 0.5 + 0.0 = 0.5, 2: 0.75 -> 1.
+        assert_eq!(set_victims(&log, 2), vec![vec![2], vec![1]]);
+        assert_eq!(log.steps[2].sets[0].cut, vec![(2, 0.125), (0, 0.75)]);
+        assert_eq!(log.steps[2].sets[1].cut, vec![(1, 0.5), (2, 0.75)]);
+    }
+
+    #[test]
+    fn snapkv_pools_each_head_then_combines() {
+        // Hq 2 in one set, mean, pool_kernel 3, budget 3, recent_window 1.
+        // Sums: head 0 (0, 0, 0.25, 0), head 1 (0.5, 0.25, 0, 0); pooled
+        // head 0 (0, 0.25, 0.25, 0.25), head 1 (0.5, 0.5, 0.25, 0); mean
+        // (0.25, 0.375, 0.25, 0.125): 0 and 2 tie, 0 goes. Pooling the mean
+        // row (0.25, 0.125, 0.125, 0) would give (0.25, 0.25, 0.125, ...)
+        // and evict 2.
+        let steps = vec![
+            ScenarioStep::per_head(3, vec![]),
+            ScenarioStep::per_head(1, vec![vec![0.0, 0.0, 0.25], vec![0.5, 0.25, 0.0]]),
+        ];
+        let p = [("budget", 3), ("recent_window", 1), ("pool_kernel", 3)];
+        let log = run("snapkv", &p, hc(2, 1), steps);
+        assert_eq!(log.steps[1].victims, vec![0]);
+        assert_eq!(log.steps[1].cut, vec![(0, 0.25), (2, 0.25), (1, 0.375)]);
+    }
+
+    #[test]
+    fn null_attention_is_null_for_every_head() {
+        // h2o, one set of two heads: a null step between two rows records
+        // nothing for any head.
+        let steps = vec![
+            ScenarioStep::per_head(2, vec![]),
+            ScenarioStep::per_head(1, vec![vec![0.5, 0.25], vec![0.25, 0.5]]),
+            ScenarioStep::per_head(1, vec![]),
+        ];
+        let log = run("h2o", &[("budget", 3), ("recent_window", 1), ("aggregation", 2)], hc(2, 1), steps);
+        // sums 0: 0.75, 1: 0.75, 2: 0, 3 protected -> 2 goes.
+        assert_eq!(log.steps[2].victims, vec![2]);
+        assert_eq!(log.steps[2].cut, vec![(2, 0.0), (0, 0.75), (1, 0.75)]);
+    }
+
+    /// A pseudo-random multi-head scenario: chunks of 1 to 3, some null.
+    fn random_steps(seed: u64, hq: usize, n_steps: usize) -> Vec<ScenarioStep> {
+        let mut rng = Rng::new(seed);
+        let mut next = 0usize;
+        let mut steps = Vec::new();
+        for _ in 0..n_steps {
+            let admit = 1 + rng.uniform(3) as usize;
+            let heads = if rng.uniform(5) == 0 {
+                vec![]
+            } else {
+                (0..hq).map(|_| (0..next).map(|_| rng.uniform_float()).collect()).collect()
+            };
+            steps.push(ScenarioStep::per_head(admit as u32, heads));
+            next += admit;
+        }
+        steps
+    }
+
+    /// Head `h`'s rows of a multi-head scenario, as a single-head scenario.
+    fn head_only(steps: &[ScenarioStep], h: usize) -> Scenario {
+        Scenario::Steps(
+            steps.iter().map(|s| ScenarioStep::single(s.admit, s.heads.get(h).cloned())).collect(),
+        )
+    }
+
+    #[test]
+    fn a_one_head_set_is_the_single_head_policy() {
+        // query_head sets (and kv_head sets without GQA) each evict exactly
+        // what the card's single-head policy evicts on that head's rows.
+        let steps = random_steps(7, 3, 40);
+        for (policy, extra) in [("h2o", vec![]), ("tova", vec![]), ("snapkv", vec![("obs_window", 3), ("pool_kernel", 3)])] {
+            for (g, heads) in [(2, hc(3, 1)), (1, hc(3, 3))] {
+                for agg in 0..3 {
+                    let mut p = vec![("budget", 5), ("recent_window", 2), ("granularity", g), ("aggregation", agg)];
+                    p.extend(extra.iter().cloned());
+                    let log = run(policy, &p, heads, steps.clone());
+                    assert!(log.rejection.is_none());
+                    for h in 0..3 {
+                        let mut single_p = vec![("budget", 5), ("recent_window", 2)];
+                        single_p.extend(extra.iter().cloned());
+                        let single = run_scenario(policy, &params(&single_p), 0, &head_only(&steps, h));
+                        let of_set: Vec<StepRecord> = log.steps.iter().map(|r| r.sets[h].clone()).collect();
+                        assert_eq!(of_set, single.steps, "{policy} granularity {g} aggregation {agg} head {h}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn one_head_ignores_granularity_and_aggregation() {
+        let steps: Vec<ScenarioStep> =
+            random_steps(11, 1, 30).into_iter().map(|s| ScenarioStep::single(s.admit, s.heads.into_iter().next())).collect();
+        for policy in ["h2o", "tova", "snapkv"] {
+            let base = run(policy, &[("budget", 4), ("recent_window", 1)], HeadCounts::ONE, steps.clone());
+            assert!(base.steps.iter().any(|r| !r.cut.is_empty()));
+            for g in 0..3 {
+                for agg in 0..3 {
+                    let p = [("budget", 4), ("recent_window", 1), ("granularity", g), ("aggregation", agg)];
+                    assert_eq!(run(policy, &p, HeadCounts::ONE, steps.clone()), base, "{policy} {g} {agg}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn policies_that_do_not_read_attention_keep_one_set() {
+        let steps = random_steps(3, 4, 20);
+        let single: Vec<ScenarioStep> = steps.iter().map(|s| ScenarioStep::single(s.admit, s.heads.first().cloned())).collect();
+        for (policy, p) in [
+            ("full", vec![]),
+            ("window", vec![("budget", 4)]),
+            ("streamingllm", vec![("budget", 5), ("sinks", 2)]),
+            ("random", vec![("budget", 4), ("recent_window", 1)]),
+        ] {
+            let log = run_scenario_with_heads(policy, &params(&p), 42, hc(4, 2), &Scenario::Steps(steps.clone()));
+            let one = run_scenario(policy, &params(&p), 42, &Scenario::Steps(single.clone()));
+            assert!(log.steps.iter().all(|r| r.sets.is_empty()), "{policy}");
+            assert_eq!(log, one, "{policy}");
+            // They take neither head parameter.
+            for name in ["granularity", "aggregation"] {
+                let mut q = p.clone();
+                q.push((name, 1));
+                let log = run_scenario_with_heads(policy, &params(&q), 42, hc(4, 2), &Scenario::Steps(steps.clone()));
+                assert_eq!(rejection(&log), Some((Category::InvalidParameter, -1)), "{policy} {name}");
+            }
+        }
+    }
+
+    #[test]
+    fn head_parameters_are_checked_after_the_policy_own() {
+        let cat = |name: &str, p: &[(&str, i64)]| {
+            crate::policies::build(name, &params(p), 0).err().map(|r| (r.category, r.message))
+        };
+        for policy in ["h2o", "tova", "snapkv"] {
+            assert_eq!(cat(policy, &[("budget", 32), ("granularity", 3)]).unwrap().0, Category::InvalidParameter);
+            assert_eq!(cat(policy, &[("budget", 32), ("aggregation", -1)]).unwrap().0, Category::InvalidParameter);
+            // Both out of range: granularity is listed first.
+            let m = cat(policy, &[("budget", 32), ("aggregation", 3), ("granularity", 3)]).unwrap().1;
+            assert!(m.contains("granularity must be in [0, 2]"), "{m}");
+            // The policy's own range before the head parameters'.
+            let m = cat(policy, &[("budget", 0), ("granularity", 3)]).unwrap().1;
+            assert!(m.contains("budget must be in"), "{m}");
+            // Ranges (step 3) before the rules relating parameters (step 4).
+            let m = cat(policy, &[("budget", 4), ("recent_window", 4), ("aggregation", 7)]).unwrap().1;
+            assert!(m.contains("aggregation must be in [0, 2], got 7"), "{m}");
+            for g in 0..3 {
+                for a in 0..3 {
+                    assert!(cat(policy, &[("budget", 32), ("granularity", g), ("aggregation", a)]).is_none());
+                }
+            }
+        }
+        let m = cat("snapkv", &[("pool_kernel", 4), ("granularity", 5)]).unwrap().1;
+        assert!(m.contains("granularity"), "{m}");
+    }
+
+    #[test]
+    fn row_checks_in_order() {
+        let p = [("budget", 8), ("recent_window", 1)];
+        let ok_first = ScenarioStep::per_head(2, vec![vec![], vec![]]);
+        let with = |second: ScenarioStep, heads: HeadCounts| rejection(&run("h2o", &p, heads, vec![ok_first.clone(), second]));
+        let al = Some((Category::AttentionLength, 1));
+        let av = Some((Category::AttentionValue, 1));
+        // Head 0 holds a NaN, head 1 is one weight short: the length first.
+        assert_eq!(with(ScenarioStep::per_head(1, vec![vec![f32::NAN, 0.5], vec![0.5]]), hc(2, 1)), al);
+        // Too few rows, too many rows.
+        assert_eq!(with(ScenarioStep::per_head(1, vec![vec![0.5, 0.5]]), hc(2, 1)), al);
+        assert_eq!(with(ScenarioStep::per_head(1, vec![vec![0.5, 0.5]; 3]), hc(2, 1)), al);
+        // The row count before any row's length or weight.
+        assert_eq!(with(ScenarioStep::per_head(1, vec![vec![f32::NAN]]), hc(2, 1)), al);
+        // `attention` with several heads, even beside the right rows.
+        let both = ScenarioStep { admit: 1, row: Some(vec![0.5, 0.5]), heads: vec![vec![0.5, 0.5]; 2] };
+        assert_eq!(with(both, hc(2, 1)), al);
+        assert_eq!(with(ScenarioStep::single(1, Some(vec![0.5, 0.5])), hc(2, 1)), al);
+        // `heads` with one head, even one row.
+        let one = |second| rejection(&run("h2o", &p, HeadCounts::ONE, vec![ScenarioStep::single(2, None), second]));
+        assert_eq!(one(ScenarioStep::per_head(1, vec![vec![0.5, 0.5]])), al);
+        assert_eq!(one(ScenarioStep { admit: 1, row: Some(vec![0.5, 0.5]), heads: vec![vec![0.5, 0.5]] }), al);
+        assert_eq!(one(ScenarioStep::single(1, Some(vec![0.5, 0.5]))), None);
+        // A bad weight in any head, including positions no set keeps.
+        assert_eq!(with(ScenarioStep::per_head(1, vec![vec![0.5, 0.5], vec![0.5, -0.0]]), hc(2, 1)), av);
+        assert_eq!(with(ScenarioStep::per_head(1, vec![vec![0.5, 0.5], vec![0.5, 0.5]]), hc(2, 1)), None);
+        // The positions before the rows.
+        assert_eq!(with(ScenarioStep::per_head(0, vec![vec![0.5]]), hc(2, 1)), Some((Category::Position, 1)));
+        // Null attention: no `attention`, no `heads`.
+        assert_eq!(with(ScenarioStep::per_head(1, vec![]), hc(2, 1)), None);
+        // Steps in order: a row-count fault at step 1 is reported before a
+        // position fault at step 2.
+        let log = run(
+            "h2o",
+            &p,
+            hc(2, 1),
+            vec![ok_first.clone(), ScenarioStep::per_head(1, vec![vec![0.5, 0.5]]), ScenarioStep::per_head(0, vec![])],
+        );
+        assert_eq!((rejection(&log), log.steps.len()), (al, 1));
+    }
+
+    #[test]
+    fn directly_given_trace_with_heads_is_refused() {
+        let trace = Scenario::Trace(crate::trace::TraceParams::canonical(4));
+        let log = run_scenario_with_heads("window", &params(&[("budget", 2)]), 0, hc(2, 1), &trace);
+        assert_eq!(rejection(&log), Some((Category::InvalidHeads, -1)));
+        // The configuration first.
+        let log = run_scenario_with_heads("window", &params(&[("budget", 0)]), 0, hc(2, 1), &trace);
+        assert_eq!(rejection(&log), Some((Category::InvalidParameter, -1)));
     }
 }

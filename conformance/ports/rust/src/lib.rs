@@ -1,14 +1,16 @@
-//! kvspec-port: a Rust port of kvspec (spec version 0.4.0), written from the
+//! kvspec-port: a Rust port of kvspec (spec version 0.5.0), written from the
 //! documents in `spec/` alone.
 //!
 //! - [`rng`]: xoshiro256** seeded by SplitMix64 (spec/rng.md)
 //! - [`trace`]: the trace generator (spec/trace.md)
 //! - [`harness`]: the decode loop, refusals and eviction log (spec/harness.md)
+//! - [`heads`]: head counts, kept sets and combining heads (spec/heads.md)
 //! - [`policies`]: one module per policy card (spec/policies/*.md)
 //! - [`protocol`]: the conformance protocol (spec/protocol.md)
 
 pub mod error;
 pub mod harness;
+pub mod heads;
 pub mod policies;
 pub mod protocol;
 pub mod rng;
@@ -29,6 +31,6 @@ pub mod pb {
 }
 
 /// The spec version this port implements (spec/README.md).
-pub const SPEC_VERSION: &str = "0.4.0";
+pub const SPEC_VERSION: &str = "0.5.0";
 /// The conformance protocol version (spec/protocol.md#versions).
 pub const PROTOCOL_VERSION: u32 = 1;

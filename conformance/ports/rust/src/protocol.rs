@@ -7,7 +7,8 @@ use std::io::{self, Read, Write};
 use prost::Message;
 
 use crate::error::Category;
-use crate::harness::{self, EvictionLog, Scenario, ScenarioStep};
+use crate::harness::{self, EvictionLog, Scenario, ScenarioStep, StepRecord};
+use crate::heads::HeadCounts;
 use crate::pb::kvspec::conformance::v1 as conf;
 use crate::pb::kvspec::v1 as kv;
 use crate::policies::REGISTRY;
@@ -66,26 +67,30 @@ pub fn category_to_pb(c: Category) -> kv::ErrorCategory {
         Category::AttentionValue => kv::ErrorCategory::AttentionValue,
         Category::Position => kv::ErrorCategory::Position,
         Category::InvalidTrace => kv::ErrorCategory::InvalidTrace,
+        Category::InvalidHeads => kv::ErrorCategory::InvalidHeads,
+    }
+}
+
+/// Convert one step's record to the wire's, its sets included; cuts only
+/// with `want_cut`.
+pub fn step_to_pb(s: &StepRecord, want_cut: bool) -> kv::StepResult {
+    kv::StepResult {
+        victims: s.victims.clone(),
+        kept_count: s.kept_count,
+        query_cache_position: s.query_cache_position,
+        cut: if want_cut {
+            s.cut.iter().map(|&(position, score)| kv::RankedPosition { position, score }).collect()
+        } else {
+            Vec::new()
+        },
+        sets: s.sets.iter().map(|set| step_to_pb(set, want_cut)).collect(),
     }
 }
 
 /// Convert a harness log to the wire's; cuts only with `want_cut`.
 pub fn log_to_pb(log: &EvictionLog, want_cut: bool) -> kv::EvictionLog {
     kv::EvictionLog {
-        steps: log
-            .steps
-            .iter()
-            .map(|s| kv::StepResult {
-                victims: s.victims.clone(),
-                kept_count: s.kept_count,
-                query_cache_position: s.query_cache_position,
-                cut: if want_cut {
-                    s.cut.iter().map(|&(position, score)| kv::RankedPosition { position, score }).collect()
-                } else {
-                    Vec::new()
-                },
-            })
-            .collect(),
+        steps: log.steps.iter().map(|s| step_to_pb(s, want_cut)).collect(),
         rejection: log.rejection.as_ref().map(|r| kv::Rejection {
             category: category_to_pb(r.refusal.category) as i32,
             step: r.step,
@@ -101,8 +106,10 @@ fn config_rejection(category: Category, message: String) -> kv::EvictionLog {
     }
 }
 
-/// Run one request. The policy configuration is checked before the
-/// scenario's trace configuration (both refusals are at step -1).
+/// Run one request, in the order of spec/harness.md#refusals: the policy
+/// configuration, then the scenario's shape (steps and a trace) and its head
+/// counts, then the trace's parameters (all refusals at step -1), then the
+/// steps.
 pub fn handle_request(req: &conf::Request) -> conf::Response {
     let seq = req.seq;
     let result = run_request(req);
@@ -122,27 +129,33 @@ fn run_request(req: &conf::Request) -> conf::response::Result {
     if let Err(refusal) = crate::policies::build(&policy.name, &params, policy.seed) {
         return R::Log(config_rejection(refusal.category, refusal.message));
     }
+    if sc.trace.is_some() && !sc.steps.is_empty() {
+        return R::Log(config_rejection(
+            Category::InvalidTrace,
+            "a scenario has either steps or a trace, not both".into(),
+        ));
+    }
+    let heads = match HeadCounts::check(sc.query_heads, sc.kv_heads, sc.trace.is_some()) {
+        Ok(h) => h,
+        Err(r) => return R::Log(config_rejection(r.category, r.message)),
+    };
     let scenario = match &sc.trace {
-        Some(tc) => {
-            if !sc.steps.is_empty() {
-                return R::Log(config_rejection(
-                    Category::InvalidTrace,
-                    "a scenario has either steps or a trace, not both".into(),
-                ));
-            }
-            match TraceParams::from_config(tc) {
-                Ok(p) => Scenario::Trace(p),
-                Err(r) => return R::Log(config_rejection(r.category, r.message)),
-            }
-        }
+        Some(tc) => match TraceParams::from_config(tc) {
+            Ok(p) => Scenario::Trace(p),
+            Err(r) => return R::Log(config_rejection(r.category, r.message)),
+        },
         None => Scenario::Steps(
             sc.steps
                 .iter()
-                .map(|s| ScenarioStep { admit: s.admit, row: s.attention.as_ref().map(|a| a.weights.clone()) })
+                .map(|s| ScenarioStep {
+                    admit: s.admit,
+                    row: s.attention.as_ref().map(|a| a.weights.clone()),
+                    heads: s.heads.iter().map(|a| a.weights.clone()).collect(),
+                })
                 .collect(),
         ),
     };
-    let log = harness::run_scenario(&policy.name, &params, policy.seed, &scenario);
+    let log = harness::run_scenario_with_heads(&policy.name, &params, policy.seed, heads, &scenario);
     R::Log(log_to_pb(&log, req.want_cut))
 }
 
@@ -170,8 +183,10 @@ mod tests {
             policy: Some(kv::PolicyConfig { name: "window".into(), parameters: vec![], seed: 0 }),
             scenario: Some(kv::Scenario {
                 id: "s".into(),
-                steps: vec![kv::Step { admit: 1, attention: None }],
+                steps: vec![kv::Step { admit: 1, attention: None, heads: vec![] }],
                 trace: Some(kv::TraceConfig { steps: Some(4), ..Default::default() }),
+                query_heads: None,
+                kv_heads: None,
             }),
             want_cut: false,
         };
@@ -180,5 +195,102 @@ mod tests {
         let Some(conf::response::Result::Log(log)) = resp.result else { panic!() };
         let r = log.rejection.unwrap();
         assert_eq!((r.category, r.step), (kv::ErrorCategory::InvalidTrace as i32, -1));
+    }
+
+    fn rejection_of(policy: kv::PolicyConfig, scenario: kv::Scenario) -> Option<(i32, i32)> {
+        let req = conf::Request { seq: 1, case_id: "x".into(), policy: Some(policy), scenario: Some(scenario), want_cut: true };
+        let Some(conf::response::Result::Log(log)) = handle_request(&req).result else { panic!() };
+        log.rejection.map(|r| (r.category, r.step))
+    }
+
+    fn window(budget: i64) -> kv::PolicyConfig {
+        kv::PolicyConfig {
+            name: "window".into(),
+            parameters: vec![kv::Parameter { name: "budget".into(), value: budget }],
+            seed: 0,
+        }
+    }
+
+    fn steps_scenario(q: Option<u32>, kv: Option<u32>) -> kv::Scenario {
+        kv::Scenario {
+            id: "s".into(),
+            steps: vec![kv::Step { admit: 1, attention: None, heads: vec![] }],
+            trace: None,
+            query_heads: q,
+            kv_heads: kv,
+        }
+    }
+
+    #[test]
+    fn head_count_refusals_in_order() {
+        let heads = kv::ErrorCategory::InvalidHeads as i32;
+        let trace = kv::ErrorCategory::InvalidTrace as i32;
+        let param = kv::ErrorCategory::InvalidParameter as i32;
+        assert_eq!(rejection_of(window(2), steps_scenario(Some(0), None)), Some((heads, -1)));
+        assert_eq!(rejection_of(window(2), steps_scenario(Some(1025), None)), Some((heads, -1)));
+        assert_eq!(rejection_of(window(2), steps_scenario(Some(4), Some(0))), Some((heads, -1)));
+        assert_eq!(rejection_of(window(2), steps_scenario(Some(4), Some(3))), Some((heads, -1)));
+        assert_eq!(rejection_of(window(2), steps_scenario(None, Some(2))), Some((heads, -1)));
+        assert_eq!(rejection_of(window(2), steps_scenario(Some(1024), Some(8))), None);
+        assert_eq!(rejection_of(window(2), steps_scenario(Some(1), Some(1))), None);
+        // The configuration before the head counts.
+        assert_eq!(rejection_of(window(0), steps_scenario(Some(0), None)), Some((param, -1)));
+        // Steps and a trace before the head counts.
+        let mut both = steps_scenario(Some(0), None);
+        both.trace = Some(kv::TraceConfig { steps: Some(4), ..Default::default() });
+        assert_eq!(rejection_of(window(2), both), Some((trace, -1)));
+        // The head counts (and a trace's one head) before the trace's parameters.
+        let traced = |q: Option<u32>, kv: Option<u32>, tc: kv::TraceConfig| kv::Scenario {
+            id: "t".into(),
+            steps: vec![],
+            trace: Some(tc),
+            query_heads: q,
+            kv_heads: kv,
+        };
+        let no_steps = kv::TraceConfig::default();
+        assert_eq!(rejection_of(window(2), traced(Some(0), None, no_steps)), Some((heads, -1)));
+        assert_eq!(rejection_of(window(2), traced(Some(2), Some(2), no_steps)), Some((heads, -1)));
+        assert_eq!(rejection_of(window(2), traced(Some(1), Some(1), no_steps)), Some((trace, -1)));
+        let four = kv::TraceConfig { steps: Some(4), ..Default::default() };
+        assert_eq!(rejection_of(window(2), traced(Some(2), None, four)), Some((heads, -1)));
+        assert_eq!(rejection_of(window(2), traced(Some(1), None, four)), None);
+    }
+
+    #[test]
+    fn several_sets_travel_in_sets() {
+        let h2o = kv::PolicyConfig {
+            name: "h2o".into(),
+            parameters: vec![
+                kv::Parameter { name: "budget".into(), value: 1 },
+                kv::Parameter { name: "recent_window".into(), value: 0 },
+                kv::Parameter { name: "granularity".into(), value: 2 },
+            ],
+            seed: 0,
+        };
+        let row = |w: Vec<f32>| kv::AttentionRow { weights: w };
+        let scenario = kv::Scenario {
+            id: "s".into(),
+            steps: vec![
+                kv::Step { admit: 1, attention: None, heads: vec![] },
+                kv::Step { admit: 1, attention: None, heads: vec![row(vec![0.5]), row(vec![0.0])] },
+            ],
+            trace: None,
+            query_heads: Some(2),
+            kv_heads: None,
+        };
+        let mut req = conf::Request { seq: 1, case_id: "x".into(), policy: Some(h2o), scenario: Some(scenario), want_cut: true };
+        let Some(conf::response::Result::Log(log)) = handle_request(&req).result else { panic!() };
+        assert!(log.rejection.is_none());
+        let step = &log.steps[1];
+        assert_eq!((step.victims.len(), step.kept_count, step.query_cache_position, step.cut.len()), (0, 0, 0, 0));
+        assert_eq!(step.sets.len(), 2);
+        // Head 0 kept 0 (0.5 against the new 1's 0.0); head 1 ties and keeps 1.
+        assert_eq!(step.sets[0].victims, vec![1]);
+        assert_eq!(step.sets[1].victims, vec![0]);
+        assert_eq!(step.sets[0].cut.len(), 2);
+        assert!(step.sets.iter().all(|s| s.kept_count == 1 && s.query_cache_position == 1 && s.sets.is_empty()));
+        req.want_cut = false;
+        let Some(conf::response::Result::Log(log)) = handle_request(&req).result else { panic!() };
+        assert!(log.steps[1].sets.iter().all(|s| s.cut.is_empty()));
     }
 }

@@ -2,8 +2,9 @@
 //! spec/vectors.md) in-process through the port's request handler, the same
 //! code path the testee takes for a Request with `want_cut = true`, and
 //! compares the port's EvictionLog with the case's `expected`: victims,
-//! kept_count, query_cache_position, the cut (positions and score bits) and
-//! the rejection's category and step. Messages are never compared
+//! kept_count, query_cache_position, the cut (positions and score bits),
+//! the same per kept set when a step has `sets` (spec/heads.md#the-eviction-log),
+//! and the rejection's category and step. Messages are never compared
 //! (spec/harness.md#configuration).
 //!
 //! Vectors: `$KVSPEC_VECTORS` if set, else the repository's `vectors/`.
@@ -50,13 +51,18 @@ fn cut_str(cut: &[kv::RankedPosition]) -> String {
 }
 
 fn step_str(s: &kv::StepResult) -> String {
-    format!(
+    let mut out = format!(
         "victims {:?}, kept_count {}, query_cache_position {}, cut {}",
         s.victims,
         s.kept_count,
         s.query_cache_position,
         cut_str(&s.cut)
-    )
+    );
+    if !s.sets.is_empty() {
+        let sets: Vec<String> = s.sets.iter().enumerate().map(|(i, set)| format!("\n    set {i}: {}", step_str(set))).collect();
+        out.push_str(&format!(", {} sets:{}", s.sets.len(), sets.concat()));
+    }
+    out
 }
 
 fn same_step(a: &kv::StepResult, b: &kv::StepResult) -> bool {
@@ -65,6 +71,8 @@ fn same_step(a: &kv::StepResult, b: &kv::StepResult) -> bool {
         && a.query_cache_position == b.query_cache_position
         && a.cut.len() == b.cut.len()
         && a.cut.iter().zip(&b.cut).all(|(x, y)| x.position == y.position && x.score.to_bits() == y.score.to_bits())
+        && a.sets.len() == b.sets.len()
+        && a.sets.iter().zip(&b.sets).all(|(x, y)| same_step(x, y))
 }
 
 /// `None` if the logs agree; otherwise where and how they first differ.

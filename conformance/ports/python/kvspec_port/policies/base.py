@@ -26,6 +26,9 @@ class StepOutcome:
     query_cache_position: int
     # (position, binary64 score) in rank order (spec/vectors.md#the-cut).
     cut: List[Tuple[int, float]] = field(default_factory=list)
+    # A run with more than one kept set (spec/heads.md#the-eviction-log): one
+    # record per set, in set order; the fields above are then empty.
+    sets: List["StepOutcome"] = field(default_factory=list)
 
 
 class Policy:
@@ -37,6 +40,10 @@ class Policy:
 
     NAME = ""
     PARAMS: Sequence[Tuple[str, int, int, int]] = ()
+    # Whether the policy reads attention: only those take `granularity` and
+    # `aggregation` and keep one kept set per granularity unit
+    # (spec/heads.md#kept-sets); the others keep one set whatever the heads.
+    READS_ATTENTION = False
 
     def __init__(self, params: dict, rng) -> None:
         self.params = params
@@ -113,6 +120,9 @@ class RecentWindowMixin:
 
 BUDGET = ("budget", 512, 1, U32_MAX)
 RECENT_WINDOW = ("recent_window", 16, 0, U32_MAX - 1)
+# spec/heads.md#parameters: listed after each policy's own parameters.
+GRANULARITY = ("granularity", 1, 0, 2)  # 0 layer, 1 kv_head, 2 query_head
+AGGREGATION = ("aggregation", 0, 0, 2)  # 0 mean, 1 max, 2 sum
 
 
 class ScorePolicy(RecentWindowMixin, BudgetPolicy):
@@ -122,7 +132,8 @@ class ScorePolicy(RecentWindowMixin, BudgetPolicy):
     `scores()` (binary64 per kept slot) and `remove_slots(keep_mask)`.
     """
 
-    PARAMS = (BUDGET, RECENT_WINDOW)
+    PARAMS = (BUDGET, RECENT_WINDOW, GRANULARITY, AGGREGATION)
+    READS_ATTENTION = True
 
     def scores(self) -> List[float]:
         raise NotImplementedError
@@ -137,19 +148,29 @@ class ScorePolicy(RecentWindowMixin, BudgetPolicy):
             return [], []
         scores = np.asarray(self.scores(), dtype=np.float64)
         kept = self.kept
-        m = n - self.params["recent_window"]  # candidates: slots [0, m)
-        want = min(m, k + 4)
-        # Rank: score ascending, then position ascending (a total order,
-        # spec/harness.md#victims). lexsort compares the binary64 scores
-        # exactly (no arithmetic); positions are distinct, so ties on the
-        # score are broken by position and the order is unique.
-        ranked = np.lexsort((np.asarray(kept[:m], dtype=np.int64), scores[:m]))[:want].tolist()
-        victim_slots = ranked[:k]
-        cut = [(kept[i], float(scores[i])) for i in ranked]
+        victim_slots, victims, cut = rank(scores, kept, k, n - self.params["recent_window"])
         keep = np.ones(n, dtype=bool)
         keep[victim_slots] = False
-        victims = sorted(kept[i] for i in victim_slots)
         for i in sorted(victim_slots, reverse=True):
             del kept[i]
         self.remove_slots(keep)
         return victims, cut
+
+
+def rank(scores, kept: List[int], k: int, m: int):
+    """The ranking of spec/harness.md#victims over the candidates, slots [0, m).
+
+    `scores`: a binary64 array, one per kept slot. Returns the victims' slots
+    (rank order), the victims (ascending) and the cut (spec/vectors.md#the-cut):
+    the victims and up to 4 more candidates in rank order, with their scores.
+    """
+    want = min(m, k + 4)
+    # Rank: score ascending, then position ascending (a total order,
+    # spec/harness.md#victims). lexsort compares the binary64 scores
+    # exactly (no arithmetic); positions are distinct, so ties on the
+    # score are broken by position and the order is unique.
+    ranked = np.lexsort((np.asarray(kept[:m], dtype=np.int64), scores[:m]))[:want].tolist()
+    victim_slots = ranked[:k]
+    cut = [(kept[i], float(scores[i])) for i in ranked]
+    victims = sorted(kept[i] for i in victim_slots)
+    return victim_slots, victims, cut

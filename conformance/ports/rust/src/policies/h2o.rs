@@ -1,21 +1,31 @@
 //! `h2o`: evicts the lowest cumulative attention since admission, summed in
 //! binary64 in step order. Card: spec/policies/h2o.md.
-use super::{check_recent_below_budget, rank, resolve_params, retain_slots, Policy, Selection, BUDGET, RECENT_WINDOW};
+use super::{
+    check_recent_below_budget, head_options, resolve_params, retain_slots, Policy, AGGREGATION, BUDGET, GRANULARITY,
+    RECENT_WINDOW,
+};
 use crate::error::Result;
+use crate::heads::HeadOptions;
 
 #[derive(Debug)]
 pub struct H2o {
     budget: u64,
     recent_window: u64,
+    heads: HeadOptions,
     /// Per kept slot: the binary64 sum of its recorded weights.
     cumulative: Vec<f64>,
 }
 
 impl H2o {
     pub fn configure(params: &[(String, i64)]) -> Result<Self> {
-        let v = resolve_params("h2o", &[BUDGET, RECENT_WINDOW], params)?;
+        let v = resolve_params("h2o", &[BUDGET, RECENT_WINDOW, GRANULARITY, AGGREGATION], params)?;
         check_recent_below_budget("h2o", v[0], v[1])?;
-        Ok(H2o { budget: v[0] as u64, recent_window: v[1] as u64, cumulative: Vec::new() })
+        Ok(H2o {
+            budget: v[0] as u64,
+            recent_window: v[1] as u64,
+            heads: head_options(v[2], v[3]),
+            cumulative: Vec::new(),
+        })
     }
 }
 
@@ -26,6 +36,9 @@ impl Policy for H2o {
     fn budget(&self) -> Option<u64> {
         Some(self.budget)
     }
+    fn head_options(&self) -> Option<HeadOptions> {
+        Some(self.heads)
+    }
     fn record(&mut self, attention: &[f32]) {
         for (c, &w) in self.cumulative.iter_mut().zip(attention) {
             *c += w as f64;
@@ -34,9 +47,11 @@ impl Policy for H2o {
     fn admit(&mut self, count: usize) {
         self.cumulative.resize(self.cumulative.len() + count, 0.0);
     }
-    fn choose_victims(&mut self, kept: &[u32], k: usize) -> Selection {
-        let candidates = kept.len() - self.recent_window as usize;
-        rank(kept, &self.cumulative, candidates, k)
+    fn scores(&self) -> Option<Vec<f64>> {
+        Some(self.cumulative.clone())
+    }
+    fn recent_window(&self) -> usize {
+        self.recent_window as usize
     }
     fn remove(&mut self, evicted: &[bool]) {
         retain_slots(&mut self.cumulative, 1, evicted);

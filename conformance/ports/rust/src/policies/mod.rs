@@ -2,6 +2,7 @@
 //! Spec: spec/harness.md#configuration, spec/harness.md#victims.
 
 use crate::error::{Category, Refusal, Result};
+use crate::heads::{Aggregation, Granularity, HeadOptions};
 
 pub mod full;
 pub mod h2o;
@@ -25,20 +26,41 @@ pub struct Selection {
     pub cut: Vec<(usize, f64)>,
 }
 
-/// One eviction policy. The harness ([`crate::harness::Engine`]) owns the
-/// kept positions, validates each step, then calls `record`, `admit` and,
-/// when over budget, `choose_victims` and `remove`
-/// (spec/harness.md#the-decode-step).
+/// One eviction policy, as it runs for one head of one kept set. The
+/// harness ([`crate::harness::KeptSet`]) owns the kept positions, validates
+/// each step, then calls `record`, `admit` and, when over budget, ranks the
+/// set's heads' combined `scores` (score-based policies) or calls
+/// `choose_victims` (the others), then `remove`
+/// (spec/harness.md#the-decode-step, spec/heads.md#kept-sets).
 pub trait Policy {
     fn name(&self) -> &'static str;
     /// Most positions kept after a step; `None` for unbounded (`full`).
     fn budget(&self) -> Option<u64>;
+    /// `granularity` and `aggregation` for the policies that read attention
+    /// (spec/heads.md#parameters); `None` for the others, which keep one
+    /// kept set whatever the head count.
+    fn head_options(&self) -> Option<HeadOptions> {
+        None
+    }
     /// Record one validated attention vector, one weight per kept slot.
     fn record(&mut self, attention: &[f32]);
     /// Append per-slot state for `count` newly admitted positions.
     fn admit(&mut self, count: usize);
-    /// Choose `k` victims among the kept slots (`kept` after admission).
-    fn choose_victims(&mut self, kept: &[u32], k: usize) -> Selection;
+    /// Score-based policies: this head's binary64 score of every kept slot
+    /// (after admission), the score its card ranks by. `None` for the others.
+    fn scores(&self) -> Option<Vec<f64>> {
+        None
+    }
+    /// Score-based policies: the latest kept slots never evicted.
+    fn recent_window(&self) -> usize {
+        0
+    }
+    /// Positional policies and `random`: choose `k` victims among the kept
+    /// slots (`kept` after admission). Score-based policies are ranked by
+    /// their kept set from `scores`.
+    fn choose_victims(&mut self, _kept: &[u32], _k: usize) -> Selection {
+        unreachable!("{} is ranked by its scores", self.name())
+    }
     /// Drop per-slot state of the slots marked in `evicted`.
     fn remove(&mut self, evicted: &[bool]);
 }
@@ -99,6 +121,15 @@ pub struct ParamSpec {
 pub(crate) const BUDGET: ParamSpec = ParamSpec { name: "budget", default: 512, min: 1, max: 4294967295 };
 pub(crate) const RECENT_WINDOW: ParamSpec =
     ParamSpec { name: "recent_window", default: 16, min: 0, max: 4294967294 };
+/// The head parameters of the policies that read attention, listed after
+/// each card's own (spec/heads.md#parameters).
+pub(crate) const GRANULARITY: ParamSpec = ParamSpec { name: "granularity", default: 1, min: 0, max: 2 };
+pub(crate) const AGGREGATION: ParamSpec = ParamSpec { name: "aggregation", default: 0, min: 0, max: 2 };
+
+/// `granularity` and `aggregation` from their range-checked values.
+pub(crate) fn head_options(granularity: i64, aggregation: i64) -> HeadOptions {
+    HeadOptions { granularity: Granularity::from_param(granularity), aggregation: Aggregation::from_param(aggregation) }
+}
 
 /// Checks 2 and 3 of spec/harness.md#configuration: every given parameter is
 /// known and given once (in the order given), then every card parameter, in

@@ -1,10 +1,11 @@
 //! `snapkv`: evicts the lowest max-pooled window sum over the last
 //! `obs_window` recorded steps. Card: spec/policies/snapkv.md.
 use super::{
-    check_recent_below_budget, rank, resolve_params, retain_slots, ParamSpec, Policy, Selection, BUDGET,
-    RECENT_WINDOW,
+    check_recent_below_budget, head_options, resolve_params, retain_slots, ParamSpec, Policy, AGGREGATION, BUDGET,
+    GRANULARITY, RECENT_WINDOW,
 };
 use crate::error::{Category, Refusal, Result};
+use crate::heads::HeadOptions;
 
 const OBS_WINDOW: ParamSpec = ParamSpec { name: "obs_window", default: 16, min: 1, max: 65536 };
 const POOL_KERNEL: ParamSpec = ParamSpec { name: "pool_kernel", default: 5, min: 1, max: 65535 };
@@ -15,6 +16,7 @@ pub struct SnapKv {
     recent_window: u64,
     obs_window: usize,
     pool_kernel: usize,
+    heads: HeadOptions,
     /// `obs_window` binary32 weights per kept slot (spec/policies/snapkv.md#the-ring).
     ring: Vec<f32>,
     /// The index the next recorded step writes, shared by all slots.
@@ -23,7 +25,7 @@ pub struct SnapKv {
 
 impl SnapKv {
     pub fn configure(params: &[(String, i64)]) -> Result<Self> {
-        let v = resolve_params("snapkv", &[BUDGET, RECENT_WINDOW, OBS_WINDOW, POOL_KERNEL], params)?;
+        let v = resolve_params("snapkv", &[BUDGET, RECENT_WINDOW, OBS_WINDOW, POOL_KERNEL, GRANULARITY, AGGREGATION], params)?;
         check_recent_below_budget("snapkv", v[0], v[1])?;
         if v[3] % 2 == 0 {
             return Err(Refusal::new(
@@ -36,6 +38,7 @@ impl SnapKv {
             recent_window: v[1] as u64,
             obs_window: v[2] as usize,
             pool_kernel: v[3] as usize,
+            heads: head_options(v[4], v[5]),
             ring: Vec::new(),
             cursor: 0,
         })
@@ -84,6 +87,9 @@ impl Policy for SnapKv {
     fn budget(&self) -> Option<u64> {
         Some(self.budget)
     }
+    fn head_options(&self) -> Option<HeadOptions> {
+        Some(self.heads)
+    }
     /// Null attention never reaches here; a present row (even empty)
     /// advances the cursor.
     fn record(&mut self, attention: &[f32]) {
@@ -95,11 +101,13 @@ impl Policy for SnapKv {
     fn admit(&mut self, count: usize) {
         self.ring.resize(self.ring.len() + count * self.obs_window, 0.0);
     }
-    fn choose_victims(&mut self, kept: &[u32], k: usize) -> Selection {
+    /// The pooled window sums, pooled over this head's kept set.
+    fn scores(&self) -> Option<Vec<f64>> {
         let sums = self.sums();
-        let pooled = if self.pool_kernel == 1 { sums } else { max_pool(&sums, self.pool_kernel) };
-        let candidates = kept.len() - self.recent_window as usize;
-        rank(kept, &pooled, candidates, k)
+        Some(if self.pool_kernel == 1 { sums } else { max_pool(&sums, self.pool_kernel) })
+    }
+    fn recent_window(&self) -> usize {
+        self.recent_window as usize
     }
     fn remove(&mut self, evicted: &[bool]) {
         retain_slots(&mut self.ring, self.obs_window, evicted);

@@ -1,21 +1,31 @@
 //! `tova`: evicts the lowest latest attention weight (binary32, compared
 //! widened). Card: spec/policies/tova.md.
-use super::{check_recent_below_budget, rank, resolve_params, retain_slots, Policy, Selection, BUDGET, RECENT_WINDOW};
+use super::{
+    check_recent_below_budget, head_options, resolve_params, retain_slots, Policy, AGGREGATION, BUDGET, GRANULARITY,
+    RECENT_WINDOW,
+};
 use crate::error::Result;
+use crate::heads::HeadOptions;
 
 #[derive(Debug)]
 pub struct Tova {
     budget: u64,
     recent_window: u64,
+    heads: HeadOptions,
     /// Per kept slot: its latest recorded weight, +0.0 if unobserved.
     latest: Vec<f32>,
 }
 
 impl Tova {
     pub fn configure(params: &[(String, i64)]) -> Result<Self> {
-        let v = resolve_params("tova", &[BUDGET, RECENT_WINDOW], params)?;
+        let v = resolve_params("tova", &[BUDGET, RECENT_WINDOW, GRANULARITY, AGGREGATION], params)?;
         check_recent_below_budget("tova", v[0], v[1])?;
-        Ok(Tova { budget: v[0] as u64, recent_window: v[1] as u64, latest: Vec::new() })
+        Ok(Tova {
+            budget: v[0] as u64,
+            recent_window: v[1] as u64,
+            heads: head_options(v[2], v[3]),
+            latest: Vec::new(),
+        })
     }
 }
 
@@ -26,16 +36,20 @@ impl Policy for Tova {
     fn budget(&self) -> Option<u64> {
         Some(self.budget)
     }
+    fn head_options(&self) -> Option<HeadOptions> {
+        Some(self.heads)
+    }
     fn record(&mut self, attention: &[f32]) {
         self.latest.copy_from_slice(attention);
     }
     fn admit(&mut self, count: usize) {
         self.latest.resize(self.latest.len() + count, 0.0);
     }
-    fn choose_victims(&mut self, kept: &[u32], k: usize) -> Selection {
-        let scores: Vec<f64> = self.latest.iter().map(|&w| w as f64).collect();
-        let candidates = kept.len() - self.recent_window as usize;
-        rank(kept, &scores, candidates, k)
+    fn scores(&self) -> Option<Vec<f64>> {
+        Some(self.latest.iter().map(|&w| w as f64).collect())
+    }
+    fn recent_window(&self) -> usize {
+        self.recent_window as usize
     }
     fn remove(&mut self, evicted: &[bool]) {
         retain_slots(&mut self.latest, 1, evicted);

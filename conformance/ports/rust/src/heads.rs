@@ -1,0 +1,235 @@
+//! Multi-head scenarios: head counts and their checks, which query heads
+//! share a kept set (`granularity`), and how a set's heads' scores combine
+//! (`aggregation`). Spec: spec/heads.md.
+
+use crate::error::{Category, Refusal, Result};
+
+/// The largest `query_heads` and `kv_heads` (spec/heads.md#head-counts).
+pub const MAX_HEADS: u32 = 1024;
+
+/// A scenario's validated head counts: `kv` divides `query`, both in
+/// `[1, MAX_HEADS]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeadCounts {
+    pub query: u32,
+    pub kv: u32,
+}
+
+impl HeadCounts {
+    /// One query head and one KV head: a scenario that declares none.
+    pub const ONE: HeadCounts = HeadCounts { query: 1, kv: 1 };
+
+    /// The checks of spec/heads.md#head-counts, in order: `query_heads` in
+    /// range, `kv_heads` in range, `kv_heads` divides `query_heads`; then a
+    /// generated trace has one head. An absent count is 1. Every failure is
+    /// `INVALID_HEADS`.
+    pub fn check(query_heads: Option<u32>, kv_heads: Option<u32>, has_trace: bool) -> Result<HeadCounts> {
+        let query = query_heads.unwrap_or(1);
+        let kv = kv_heads.unwrap_or(1);
+        if !(1..=MAX_HEADS).contains(&query) {
+            return Err(invalid(format!("query_heads must be in [1, {MAX_HEADS}], got {query}")));
+        }
+        if !(1..=MAX_HEADS).contains(&kv) {
+            return Err(invalid(format!("kv_heads must be in [1, {MAX_HEADS}], got {kv}")));
+        }
+        if !query.is_multiple_of(kv) {
+            return Err(invalid(format!("kv_heads must divide query_heads, got kv_heads {kv}, query_heads {query}")));
+        }
+        if has_trace && (query != 1 || kv != 1) {
+            return Err(invalid(format!(
+                "a generated trace has one head, got query_heads {query}, kv_heads {kv}"
+            )));
+        }
+        Ok(HeadCounts { query, kv })
+    }
+
+    /// The group size `G = Hq / Hkv`.
+    pub fn group(self) -> u32 {
+        self.query / self.kv
+    }
+}
+
+fn invalid(message: String) -> Refusal {
+    Refusal::new(Category::InvalidHeads, message)
+}
+
+/// Which query heads share a kept set (spec/heads.md#kept-sets).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Granularity {
+    Layer,
+    KvHead,
+    QueryHead,
+}
+
+impl Granularity {
+    /// The parameter's wire value, already range-checked to `[0, 2]`.
+    pub fn from_param(v: i64) -> Self {
+        match v {
+            0 => Granularity::Layer,
+            1 => Granularity::KvHead,
+            2 => Granularity::QueryHead,
+            _ => unreachable!("granularity {v} passed its range check"),
+        }
+    }
+}
+
+/// How a set's heads' scores combine
+/// (spec/heads.md#combining-heads-at-ranking-time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Aggregation {
+    Mean,
+    Max,
+    Sum,
+}
+
+impl Aggregation {
+    /// The parameter's wire value, already range-checked to `[0, 2]`.
+    pub fn from_param(v: i64) -> Self {
+        match v {
+            0 => Aggregation::Mean,
+            1 => Aggregation::Max,
+            2 => Aggregation::Sum,
+            _ => unreachable!("aggregation {v} passed its range check"),
+        }
+    }
+}
+
+/// The two head parameters of a policy that reads attention.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeadOptions {
+    pub granularity: Granularity,
+    pub aggregation: Aggregation,
+}
+
+/// The kept sets, in set order, each as the ascending query heads it covers
+/// (spec/heads.md#kept-sets).
+pub fn sets_of(granularity: Granularity, heads: HeadCounts) -> Vec<Vec<usize>> {
+    let (hq, hkv, g) = (heads.query as usize, heads.kv as usize, heads.group() as usize);
+    match granularity {
+        Granularity::Layer => vec![(0..hq).collect()],
+        Granularity::KvHead => (0..hkv).map(|s| (s * g..s * g + g).collect()).collect(),
+        Granularity::QueryHead => (0..hq).map(|s| vec![s]).collect(),
+    }
+}
+
+/// The combined score of each slot from each head's scores (`per_head[h][slot]`,
+/// heads in ascending order): the binary64 sum from `+0.0` in head order,
+/// that sum divided once by the head count, or the largest.
+pub fn combine(per_head: &[Vec<f64>], aggregation: Aggregation) -> Vec<f64> {
+    let m = per_head.len();
+    assert!(m >= 1, "a kept set covers at least one head");
+    let n = per_head[0].len();
+    (0..n)
+        .map(|slot| match aggregation {
+            Aggregation::Max => {
+                let mut best = per_head[0][slot];
+                for h in &per_head[1..] {
+                    if h[slot] > best {
+                        best = h[slot];
+                    }
+                }
+                best
+            }
+            Aggregation::Mean | Aggregation::Sum => {
+                let mut s = 0.0f64;
+                for h in per_head {
+                    s += h[slot];
+                }
+                if aggregation == Aggregation::Mean {
+                    s / m as f64
+                } else {
+                    s
+                }
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cat(q: Option<u32>, kv: Option<u32>, trace: bool) -> Option<Category> {
+        HeadCounts::check(q, kv, trace).err().map(|r| r.category)
+    }
+
+    #[test]
+    fn head_counts_default_to_one() {
+        assert_eq!(HeadCounts::check(None, None, false).unwrap(), HeadCounts::ONE);
+        assert_eq!(HeadCounts::check(None, None, true).unwrap(), HeadCounts::ONE);
+        assert_eq!(HeadCounts::check(Some(1), Some(1), true).unwrap(), HeadCounts::ONE);
+        assert_eq!(HeadCounts::check(Some(8), None, false).unwrap(), HeadCounts { query: 8, kv: 1 });
+        assert_eq!(HeadCounts::check(Some(1024), Some(1024), false).unwrap(), HeadCounts { query: 1024, kv: 1024 });
+    }
+
+    #[test]
+    fn head_count_refusals() {
+        let h = Some(Category::InvalidHeads);
+        assert_eq!(cat(Some(0), None, false), h);
+        assert_eq!(cat(Some(1025), None, false), h);
+        assert_eq!(cat(None, Some(0), false), h);
+        assert_eq!(cat(Some(4), Some(1025), false), h);
+        // kv_heads above query_heads does not divide it.
+        assert_eq!(cat(None, Some(2), false), h);
+        assert_eq!(cat(Some(6), Some(4), false), h);
+        // A trace has one head.
+        assert_eq!(cat(Some(2), None, true), h);
+        assert_eq!(cat(Some(2), Some(2), true), h);
+    }
+
+    #[test]
+    fn head_count_check_order() {
+        // query_heads, then kv_heads, then the division, then the trace.
+        let msg = |q, kv, t| HeadCounts::check(q, kv, t).unwrap_err().message;
+        assert!(msg(Some(0), Some(0), false).starts_with("query_heads"));
+        assert!(msg(Some(0), Some(3), false).starts_with("query_heads"));
+        assert!(msg(Some(3), Some(0), true).starts_with("kv_heads must be in"));
+        assert!(msg(Some(2), Some(2000), true).starts_with("kv_heads must be in"));
+        assert!(msg(Some(3), Some(2), true).starts_with("kv_heads must divide"));
+        assert!(msg(Some(4), Some(2), true).starts_with("a generated trace"));
+    }
+
+    #[test]
+    fn set_numbering() {
+        let h = HeadCounts { query: 6, kv: 2 };
+        assert_eq!(sets_of(Granularity::Layer, h), vec![vec![0, 1, 2, 3, 4, 5]]);
+        assert_eq!(sets_of(Granularity::KvHead, h), vec![vec![0, 1, 2], vec![3, 4, 5]]);
+        assert_eq!(sets_of(Granularity::QueryHead, h), (0..6).map(|s| vec![s]).collect::<Vec<_>>());
+        for g in [Granularity::Layer, Granularity::KvHead, Granularity::QueryHead] {
+            assert_eq!(sets_of(g, HeadCounts::ONE), vec![vec![0]]);
+        }
+        // Without GQA, kv_head and query_head are the same sets.
+        let h = HeadCounts { query: 3, kv: 3 };
+        assert_eq!(sets_of(Granularity::KvHead, h), sets_of(Granularity::QueryHead, h));
+    }
+
+    #[test]
+    fn combining() {
+        let heads = vec![vec![0.5, 0.0, 3.0], vec![0.25, 0.0, 1.0]];
+        assert_eq!(combine(&heads, Aggregation::Mean), vec![0.375, 0.0, 2.0]);
+        assert_eq!(combine(&heads, Aggregation::Max), vec![0.5, 0.0, 3.0]);
+        assert_eq!(combine(&heads, Aggregation::Sum), vec![0.75, 0.0, 4.0]);
+        // One head combines to itself, bit for bit, whatever the aggregation.
+        let one = vec![vec![0.1, 0.0, 1e300, f64::from_bits(1)]];
+        for a in [Aggregation::Mean, Aggregation::Max, Aggregation::Sum] {
+            let c = combine(&one, a);
+            assert!(c.iter().zip(&one[0]).all(|(x, y)| x.to_bits() == y.to_bits()), "{a:?}");
+        }
+    }
+
+    #[test]
+    fn mean_is_one_division_of_the_head_order_sum() {
+        // Head order: (1 + 2^-53) + 2^-53 = 1 (each addition rounds to even),
+        // where 2^-53 + 2^-53 first would give 1 + 2^-52.
+        let t = 2f64.powi(-53);
+        let heads = vec![vec![1.0], vec![t], vec![t]];
+        assert_eq!(combine(&heads, Aggregation::Sum), vec![1.0]);
+        assert_eq!(combine(&heads, Aggregation::Mean), vec![1.0 / 3.0]);
+        // One division of the sum, not a sum of thirds: 0.1 + 0.1 + 0.1 is
+        // 0.30000000000000004, whose third is 0.10000000000000002, while
+        // the thirds add up to 0.1.
+        let heads = vec![vec![0.1], vec![0.1], vec![0.1]];
+        assert_eq!(combine(&heads, Aggregation::Mean), vec![0.10000000000000002]);
+        assert_eq!(0.1 / 3.0 + 0.1 / 3.0 + 0.1 / 3.0, 0.1);
+    }
+}
