@@ -117,23 +117,53 @@ RunResult RunTraceScenario(Policy& policy, const Scenario& scenario,
 }
 
 // spec/harness.md#refusals, check 2, and spec/heads.md#head-counts: steps
-// and a trace are not both given, the head counts are valid, and a trace
-// has one head.
+// and a trace are not both given, and the head counts are valid.
 absl::Status CheckScenarioShape(const Scenario& scenario) {
   if (scenario.trace.has_value() && !scenario.steps.empty()) {
     return Refuse(ErrorCategory::kInvalidTrace,
                   "a scenario has either steps or a trace, not both");
   }
-  const HeadCounts heads = HeadsOf(scenario);
-  KVSPEC_RETURN_IF_ERROR(CheckHeadCounts(heads));
-  if (scenario.trace.has_value() &&
-      (heads.query_heads != 1 || heads.kv_heads != 1)) {
-    return Refuse(ErrorCategory::kInvalidHeads,
-                  absl::StrFormat("a generated trace has one head; got "
-                                  "query_heads %d, kv_heads %d",
-                                  heads.query_heads, heads.kv_heads));
+  return CheckHeadCounts(HeadsOf(scenario));
+}
+
+// A generated trace of several heads through kept sets
+// (spec/trace.md#several-heads); the scenario's shape has been checked.
+RunResult RunTraceSetsScenario(absl::Span<Policy* const> sets,
+                               const std::vector<std::vector<uint32_t>>& covers,
+                               const Scenario& scenario,
+                               const RunOptions& options) {
+  RunResult result;
+  std::vector<StepRecord> records(sets.size());
+  const absl::Status status = RunTraceSets(
+      sets, covers, HeadsOf(scenario).query_heads, *scenario.trace,
+      [&](uint32_t, size_t s, absl::Span<const Position> victims,
+          const EvictionDetail& detail) {
+        StepRecord& record = records[s];
+        record.victims.assign(victims.begin(), victims.end());
+        if (options.record_cut && !victims.empty()) record.cut = CutOf(detail);
+        // The kept count before the step: after it, plus the victims, less
+        // the one position the step admitted.
+        record.kept_count = static_cast<uint32_t>(sets[s]->kept().size());
+        record.query_cache_position = static_cast<uint32_t>(
+            sets[s]->kept().size() + victims.size() - 1);
+        if (s + 1 < sets.size()) return;
+        if (records.size() == 1) {
+          result.steps.push_back(std::move(records[0]));
+        } else {
+          StepRecord combined;
+          combined.sets = std::move(records);
+          result.steps.push_back(std::move(combined));
+        }
+        records.assign(sets.size(), StepRecord{});
+      },
+      options.record_cut);
+  if (!status.ok()) {
+    result.refusal = status;
+    result.refused_step = CategoryOf(status) == ErrorCategory::kInvalidTrace
+                              ? -1
+                              : static_cast<int64_t>(result.steps.size());
   }
-  return absl::OkStatus();
+  return result;
 }
 
 // Runs explicit steps through kept sets: `sets[s]` is a policy built for the
@@ -233,12 +263,15 @@ RunResult RunScenario(Policy& policy, const Scenario& scenario,
                         policy.heads(), heads.query_heads, heads.query_heads));
     return result;
   }
-  if (scenario.trace.has_value()) {
+  if (scenario.trace.has_value() && heads.query_heads == 1) {
     return RunTraceScenario(policy, scenario, options);
   }
   std::vector<uint32_t> every(heads.query_heads);
   for (uint32_t h = 0; h < heads.query_heads; ++h) every[h] = h;
   Policy* const sets[] = {&policy};
+  if (scenario.trace.has_value()) {
+    return RunTraceSetsScenario(sets, {every}, scenario, options);
+  }
   return RunSets(sets, {every}, scenario, options);
 }
 
@@ -275,6 +308,9 @@ RunResult RunScenario(const PolicyConfig& config, const Scenario& scenario,
   for (const std::vector<uint32_t>& cover : covers) {
     owned.push_back(*MakePolicy(config, cover.size()));
     sets.push_back(owned.back().get());
+  }
+  if (scenario.trace.has_value()) {
+    return RunTraceSetsScenario(sets, covers, scenario, options);
   }
   return RunSets(sets, covers, scenario, options);
 }

@@ -282,5 +282,34 @@ TEST(Heads, HeadCountsAreCheckedAfterTheConfigurationAndBothFields) {
             ErrorCategory::kInvalidTrace);  // steps and a trace, first
 }
 
+// spec/trace.md#several-heads: head 0 of a multi-head trace is the
+// single-head trace, so with one set per query head, set 0 keeps exactly
+// what the single-head run keeps; head 1 (a sink head with its own seed)
+// keeps something else.
+TEST(Heads, TraceHeadZeroIsTheSingleHeadTrace) {
+  TraceConfig config;
+  config.steps = 600;
+  Scenario one;
+  one.id = "one";
+  one.trace = config;
+  Scenario two = one;
+  two.query_heads = 2;
+  two.kv_heads = 2;
+  const PolicyConfig policy{"h2o", {{"budget", 64}, {"granularity", 2}}};
+  const RunResult single = RunScenario(policy, one);
+  const RunResult both = RunScenario(policy, two);
+  ASSERT_TRUE(single.refusal.ok()) << single.refusal;
+  ASSERT_TRUE(both.refusal.ok()) << both.refusal;
+  ASSERT_EQ(both.steps.size(), single.steps.size());
+  bool head_one_differs = false;
+  for (size_t t = 0; t < single.steps.size(); ++t) {
+    ASSERT_EQ(both.steps[t].sets.size(), 2u);
+    EXPECT_EQ(both.steps[t].sets[0], single.steps[t]) << "step " << t;
+    head_one_differs = head_one_differs ||
+                       both.steps[t].sets[1].victims != single.steps[t].victims;
+  }
+  EXPECT_TRUE(head_one_differs);
+}
+
 }  // namespace
 }  // namespace kvspec

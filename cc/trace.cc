@@ -82,6 +82,30 @@ absl::StatusOr<TraceGenerator> TraceGenerator::Create(const TraceConfig& config)
   return TraceGenerator(config);
 }
 
+TraceConfig HeadTraceConfig(const TraceConfig& config, uint32_t head) {
+  if (head == 0) return config;
+  TraceConfig own = config;
+  own.seed = Mix64(config.seed ^ 0x3c6ef372fe94f82bULL ^ head);
+  switch ((head - 1) % 3) {
+    case 0:
+      own.sink_mass = config.sink_mass * 4.0;  // sink head
+      break;
+    case 1:
+      own.recent_mass = config.recent_mass * 4.0;  // local head
+      break;
+    default:
+      own.heavy_mass = config.heavy_mass * 4.0;  // heavy-hitter head
+      break;
+  }
+  return own;
+}
+
+absl::StatusOr<TraceGenerator> TraceGenerator::CreateForHead(
+    const TraceConfig& config, uint32_t head) {
+  KVSPEC_RETURN_IF_ERROR(ValidateTrace(config));
+  return TraceGenerator(HeadTraceConfig(config, head));
+}
+
 void TraceGenerator::StartEpoch(uint64_t epoch) {
   epoch_ = epoch;
   heavy_.clear();
@@ -197,6 +221,42 @@ absl::Status RunTrace(Policy& policy, const TraceConfig& config,
                     want_detail ? &detail : nullptr);
     if (!victims.ok()) return victims.status();
     if (on_step) on_step(trace->step(), *victims, detail);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunTraceSets(absl::Span<Policy* const> sets,
+                          const std::vector<std::vector<uint32_t>>& covers,
+                          uint32_t query_heads, const TraceConfig& config,
+                          const TraceSetStepCallback& on_step,
+                          bool want_detail) {
+  std::vector<TraceGenerator> heads;
+  for (uint32_t h = 0; h < query_heads; ++h) {
+    absl::StatusOr<TraceGenerator> head = TraceGenerator::CreateForHead(config, h);
+    if (!head.ok()) return head.status();
+    heads.push_back(*std::move(head));
+  }
+  std::vector<float> gathered;
+  EvictionDetail detail;
+  while (true) {
+    bool more = true;
+    for (TraceGenerator& head : heads) more = head.Advance() && more;
+    if (!more) break;
+    const uint32_t step = heads[0].step();
+    for (size_t s = 0; s < sets.size(); ++s) {
+      Policy& policy = *sets[s];
+      gathered.clear();
+      for (uint32_t h : covers[s]) {
+        for (Position position : policy.kept()) {
+          gathered.push_back(heads[h].Weight(position));
+        }
+      }
+      absl::StatusOr<std::vector<Position>> victims =
+          policy.Step({step, 1, absl::MakeConstSpan(gathered)},
+                      want_detail ? &detail : nullptr);
+      if (!victims.ok()) return victims.status();
+      if (on_step) on_step(step, s, *victims, detail);
+    }
   }
   return absl::OkStatus();
 }

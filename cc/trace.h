@@ -51,10 +51,21 @@ absl::Status ValidateTrace(const TraceConfig& config);
 uint64_t Mix64(uint64_t x);
 double Salience(uint64_t seed, Position position);
 
+// spec/trace.md#several-heads: query head `head`'s configuration. Head 0's
+// is `config` itself; head h >= 1 has its own seed and a role that
+// multiplies one mass by 4 (so it may exceed the bound ValidateTrace
+// checks; it is never validated again).
+TraceConfig HeadTraceConfig(const TraceConfig& config, uint32_t head);
+
 class TraceGenerator {
  public:
   // Refusal: as ValidateTrace.
   static absl::StatusOr<TraceGenerator> Create(const TraceConfig& config);
+  // The generator of query head `head` of a multi-head trace
+  // (spec/trace.md#several-heads): `config` is validated, then the head's
+  // configuration used. Head 0 is Create(config).
+  static absl::StatusOr<TraceGenerator> CreateForHead(const TraceConfig& config,
+                                                      uint32_t head);
 
   // Moves to the next step (the first call moves to step 0). Returns false,
   // and changes nothing, once every step has been produced.
@@ -107,6 +118,20 @@ using TraceStepCallback =
 absl::Status RunTrace(Policy& policy, const TraceConfig& config,
                       const TraceStepCallback& on_step,
                       bool want_detail = false);
+
+// As RunTrace, for a trace of `query_heads` heads run through kept sets
+// (spec/heads.md#kept-sets, spec/trace.md#several-heads): `sets[s]` is a
+// policy built for the query heads `covers[s]`, and each step hands it
+// those heads' weights of its kept positions, head by head. `on_step` is
+// called for every set of every step, set 0 first.
+using TraceSetStepCallback = std::function<void(
+    uint32_t step, size_t set, absl::Span<const Position> victims,
+    const EvictionDetail& detail)>;
+absl::Status RunTraceSets(absl::Span<Policy* const> sets,
+                          const std::vector<std::vector<uint32_t>>& covers,
+                          uint32_t query_heads, const TraceConfig& config,
+                          const TraceSetStepCallback& on_step,
+                          bool want_detail = false);
 
 }  // namespace kvspec
 

@@ -188,5 +188,48 @@ TEST(RunTrace, StreamsOnlyKeptPositionsAndMatchesTheFullRows) {
   }
 }
 
+TraceConfig CanonicalForTest() {
+  TraceConfig config;
+  config.steps = 1000;
+  return config;
+}
+
+// spec/trace.md#several-heads, the head configurations by hand.
+TEST(HeadTraceConfig, HeadZeroIsTheTraceAndOthersHaveARole) {
+  TraceConfig config;
+  config.steps = 10;
+  config.seed = 7;
+  const TraceConfig head0 = HeadTraceConfig(config, 0);
+  EXPECT_EQ(head0.seed, 7u);
+  EXPECT_EQ(head0.sink_mass, 0.5);
+  const uint64_t c = 0x3c6ef372fe94f82bULL;
+  const struct {
+    uint32_t head;
+    double sink, recent, heavy;
+  } cases[] = {{1, 2.0, 0.125, 0.25}, {2, 0.5, 0.5, 0.25},
+               {3, 0.5, 0.125, 1.0},  {4, 2.0, 0.125, 0.25}};
+  for (const auto& k : cases) {
+    const TraceConfig h = HeadTraceConfig(config, k.head);
+    EXPECT_EQ(h.seed, Mix64(7 ^ c ^ k.head)) << k.head;
+    EXPECT_EQ(h.sink_mass, k.sink) << k.head;
+    EXPECT_EQ(h.recent_mass, k.recent) << k.head;
+    EXPECT_EQ(h.heavy_mass, k.heavy) << k.head;
+    EXPECT_EQ(h.background_mass, 0.125) << k.head;
+    EXPECT_EQ(h.steps, 10u) << k.head;
+  }
+  // A sink head's row: 80% of it on the sinks once every part is present
+  // (2.0 / 2.5); each of the 4 sinks gets 0.5 / 2.5 = 0.2 before the
+  // background, which adds a little.
+  absl::StatusOr<TraceGenerator> sink_head =
+      TraceGenerator::CreateForHead(CanonicalForTest(), 1);
+  ASSERT_TRUE(sink_head.ok());
+  while (sink_head->step() < 600 && sink_head->Advance()) {
+  }
+  double sinks = 0.0;
+  for (Position p = 0; p < 4; ++p) sinks += sink_head->Weight(p);
+  EXPECT_GT(sinks, 0.79);
+  EXPECT_LT(sinks, 0.81);
+}
+
 }  // namespace
 }  // namespace kvspec

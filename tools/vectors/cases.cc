@@ -874,15 +874,16 @@ void AddHeadScenarios(SuiteBuilder& b) {
   b.Add(WithHeads(Chunks("heads-both-zero", {1}), 0, 0));
   b.Add(WithHeads(Chunks("heads-declared-one", {1, 1, 1}), 1, 1));
   {
-    Scenario trace = WithHeads(Traced("heads-trace", CanonicalTrace(8)), 2, 1);
-    b.Add(trace);
+    // spec/trace.md#several-heads: the canonical trace with four query
+    // heads in two groups (head 0, a sink head | a local head, a heavy-
+    // hitter head); epoch 1 (from step 512) has heavy hitters.
+    b.Add(WithHeads(Traced("heads-canonical-768", CanonicalTrace(768)), 4, 2));
     Scenario both = Chunks("heads-trace-and-steps", {1});
     both.trace = CanonicalTrace(8);
     b.Add(WithHeads(both, 0, 1));
     TraceConfig bad = CanonicalTrace(8);
     bad.sink_mass = 2.0;  // masses lie in [0, 1]
     b.Add(WithHeads(Traced("heads-bad-trace", bad), 0, 1));
-    b.Add(WithHeads(Traced("heads-two-bad-trace", bad), 2, 1));
   }
   b.Add(WithHeads(Explicit("heads-attention-field", {Null(1), WithRow({0.5f})}),
                   2, 1));
@@ -946,6 +947,34 @@ void AddHeadCases(SuiteBuilder& b) {
       }
     }
   }
+  // The multi-head canonical trace at a realistic budget: every
+  // granularity and aggregation decides (spec/trace.md#several-heads).
+  for (const Scored& policy : scored) {
+    const std::string group = std::string(policy.name) + "/heads/canonical-";
+    struct Choice {
+      const char* name;
+      int64_t granularity, aggregation;
+      std::vector<std::string> flags;
+    };
+    const Choice choices[] = {
+        {"layer-mean", 0, 0, {"heads.granularity", "heads.aggregation", "canonical-trace"}},
+        {"kv-head-mean", 1, 0, {"heads.granularity", "heads.aggregation", "canonical-trace"}},
+        {"kv-head-max", 1, 1, {"heads.granularity", "heads.aggregation", "canonical-trace"}},
+        {"query-head", 2, 0, {"heads.granularity", "canonical-trace"}},
+    };
+    for (const Choice& choice : choices) {
+      std::vector<Parameter> parameters = {{"budget", 128}};
+      if (std::string(policy.name) == "snapkv") {
+        parameters.push_back({"pool_kernel", 5});
+      }
+      parameters.push_back({"granularity", choice.granularity});
+      parameters.push_back({"aggregation", choice.aggregation});
+      b.Case(group + choice.name, choice.flags,
+             std::string("the canonical trace, 768 steps, four query heads "
+                         "in two groups, budget 128, ") + choice.name,
+             P(policy.name, parameters), "heads-canonical-768");
+    }
+  }
   b.Case("h2o/heads/mean-rounding-ties", {"heads.mean-rounding", "tie.lower-position"},
          "sums 1.5 + 2^-51 and 1.5 + 2^-52 have one mean: the tie evicts 0 "
          "(sum would evict 1)",
@@ -1006,8 +1035,6 @@ void AddHeadCases(SuiteBuilder& b) {
       {"harness/heads/declared-one", {},
        "query_heads 1 and kv_heads 1 declared: as if absent",
        "heads-declared-one"},
-      {"harness/heads/trace-has-one-head", {"refusal.invalid-heads"},
-       "a generated trace with two query heads", "heads-trace"},
       {"harness/heads/order-trace-and-steps-before-heads",
        {"refusal.invalid-trace", "order.shape-before-heads"},
        "steps and a trace, and query_heads 0: INVALID_TRACE",
@@ -1016,11 +1043,6 @@ void AddHeadCases(SuiteBuilder& b) {
        {"refusal.invalid-heads", "order.heads-before-trace"},
        "query_heads 0 and a trace with too many sinks: INVALID_HEADS",
        "heads-bad-trace"},
-      {"harness/heads/order-trace-heads-before-trace-parameters",
-       {"refusal.invalid-heads", "order.heads-before-trace"},
-       "two query heads (valid counts) on a trace with too much sink mass: "
-       "INVALID_HEADS",
-       "heads-two-bad-trace"},
       {"harness/heads/attention-field-with-two-heads",
        {"refusal.attention-length"},
        "two query heads and a row in `attention`", "heads-attention-field"},
