@@ -1,6 +1,7 @@
 #include "cc/harness.h"
 
 #include <algorithm>
+#include <cassert>
 #include <limits>
 
 #include "absl/strings/str_format.h"
@@ -126,42 +127,168 @@ absl::Status CheckScenarioShape(const Scenario& scenario) {
   return CheckHeadCounts(HeadsOf(scenario));
 }
 
-// A generated trace of several heads through kept sets
-// (spec/trace.md#several-heads); the scenario's shape has been checked.
+}  // namespace
+
+SharedBudget SharedBudgetOf(const PolicyConfig& config, size_t sets) {
+  SharedBudget shared;
+  if (sets < 2 || !ReadsAttention(config.name) ||
+      EffectiveParameter(config, "adaptive") == 0) {
+    return shared;
+  }
+  const int64_t budget = EffectiveParameter(config, "budget");
+  const int64_t permille = EffectiveParameter(config, "safeguard_permille");
+  shared.on = true;
+  shared.layer_budget = static_cast<size_t>(budget) * sets;
+  shared.floor =
+      permille == 0 ? 0
+                    : static_cast<size_t>(std::max<int64_t>(1, budget * permille / 1000));
+  return shared;
+}
+
+namespace {
+
+// One candidate of the joint ranking: a kept slot of one set.
+struct Pair {
+  double score;
+  Position position;
+  size_t set;
+  size_t slot;
+};
+
+// spec/heads.md#head-adaptive-budgets: after every set has admitted, the
+// layer evicts its excess over the shared budget by one joint ranking
+// (score, then position, then set), skipping a pair whose set is at its
+// floor. Fills each record's victims and, when asked, its cut.
+void EvictShared(absl::Span<Policy* const> sets, const SharedBudget& shared,
+                 bool record_cut, std::vector<StepRecord>& records) {
+  size_t total = 0;
+  for (Policy* policy : sets) total += policy->kept().size();
+  if (total <= shared.layer_budget) return;
+  size_t excess = total - shared.layer_budget;
+  std::vector<Pair> pairs;
+  std::vector<double> scores;
+  for (size_t s = 0; s < sets.size(); ++s) {
+    size_t candidate_end = 0;
+    const bool scored = sets[s]->ScoreSlots(scores, candidate_end);
+    assert(scored);
+    (void)scored;
+    for (size_t slot = 0; slot < candidate_end; ++slot) {
+      pairs.push_back({scores[slot], sets[s]->kept()[slot], s, slot});
+    }
+  }
+  std::sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) {
+    if (a.score != b.score) return a.score < b.score;
+    if (a.position != b.position) return a.position < b.position;
+    return a.set < b.set;
+  });
+  std::vector<size_t> counts;
+  for (Policy* policy : sets) counts.push_back(policy->kept().size());
+  std::vector<std::vector<size_t>> slots(sets.size());
+  std::vector<std::vector<RankedCandidate>> ranked(sets.size());
+  for (const Pair& pair : pairs) {
+    const bool take = excess > 0 && counts[pair.set] > shared.floor;
+    if (take) {
+      slots[pair.set].push_back(pair.slot);
+      --counts[pair.set];
+      --excess;
+    }
+    // spec/vectors.md#the-cut, per set: the set's victims, then up to
+    // kCutMargin of its next candidates, in the joint order.
+    std::vector<RankedCandidate>& cut = ranked[pair.set];
+    if (record_cut && (take || (!slots[pair.set].empty() &&
+                                cut.size() < slots[pair.set].size() + kCutMargin))) {
+      cut.push_back({pair.position, pair.score});
+    }
+  }
+  assert(excess == 0);
+  for (size_t s = 0; s < sets.size(); ++s) {
+    std::sort(slots[s].begin(), slots[s].end());
+    records[s].victims = sets[s]->EvictSlots(slots[s]);
+    if (record_cut && !records[s].victims.empty()) records[s].cut = ranked[s];
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<StepRecord>> StepSets(
+    absl::Span<Policy* const> sets, absl::Span<const StepInput> inputs,
+    const SharedBudget& shared, bool record_cut) {
+  std::vector<StepRecord> records(sets.size());
+  for (size_t s = 0; s < sets.size(); ++s) {
+    Policy& policy = *sets[s];
+    StepRecord& record = records[s];
+    record.query_cache_position = static_cast<uint32_t>(policy.kept().size());
+    if (shared.on) {
+      KVSPEC_RETURN_IF_ERROR(policy.AdmitStep(inputs[s]));
+      continue;
+    }
+    EvictionDetail detail;
+    absl::StatusOr<std::vector<Position>> victims =
+        policy.Step(inputs[s], record_cut ? &detail : nullptr);
+    if (!victims.ok()) return victims.status();
+    record.victims = *std::move(victims);
+    if (record_cut && !record.victims.empty()) record.cut = CutOf(detail);
+  }
+  if (shared.on) EvictShared(sets, shared, record_cut, records);
+  for (size_t s = 0; s < sets.size(); ++s) {
+    records[s].kept_count = static_cast<uint32_t>(sets[s]->kept().size());
+  }
+  return records;
+}
+
+namespace {
+
+// spec/heads.md#the-eviction-log: one set in the step's own fields,
+// several in `sets`.
+StepRecord LogRecord(std::vector<StepRecord> records) {
+  if (records.size() == 1) return std::move(records[0]);
+  StepRecord combined;
+  combined.sets = std::move(records);
+  return combined;
+}
+
+// A generated trace through kept sets (spec/trace.md#several-heads); the
+// scenario's shape has been checked.
 RunResult RunTraceSetsScenario(absl::Span<Policy* const> sets,
                                const std::vector<std::vector<uint32_t>>& covers,
+                               const SharedBudget& shared,
                                const Scenario& scenario,
                                const RunOptions& options) {
   RunResult result;
-  std::vector<StepRecord> records(sets.size());
-  const absl::Status status = RunTraceSets(
-      sets, covers, HeadsOf(scenario).query_heads, *scenario.trace,
-      [&](uint32_t, size_t s, absl::Span<const Position> victims,
-          const EvictionDetail& detail) {
-        StepRecord& record = records[s];
-        record.victims.assign(victims.begin(), victims.end());
-        if (options.record_cut && !victims.empty()) record.cut = CutOf(detail);
-        // The kept count before the step: after it, plus the victims, less
-        // the one position the step admitted.
-        record.kept_count = static_cast<uint32_t>(sets[s]->kept().size());
-        record.query_cache_position = static_cast<uint32_t>(
-            sets[s]->kept().size() + victims.size() - 1);
-        if (s + 1 < sets.size()) return;
-        if (records.size() == 1) {
-          result.steps.push_back(std::move(records[0]));
-        } else {
-          StepRecord combined;
-          combined.sets = std::move(records);
-          result.steps.push_back(std::move(combined));
+  std::vector<TraceGenerator> heads;
+  for (uint32_t h = 0; h < HeadsOf(scenario).query_heads; ++h) {
+    absl::StatusOr<TraceGenerator> head =
+        TraceGenerator::CreateForHead(*scenario.trace, h);
+    if (!head.ok()) {
+      result.refusal = head.status();  // INVALID_TRACE, step -1
+      return result;
+    }
+    heads.push_back(*std::move(head));
+  }
+  std::vector<std::vector<float>> gathered(sets.size());
+  std::vector<StepInput> inputs(sets.size());
+  while (true) {
+    bool more = true;
+    for (TraceGenerator& head : heads) more = head.Advance() && more;
+    if (!more) break;
+    const uint32_t step = heads[0].step();
+    for (size_t s = 0; s < sets.size(); ++s) {
+      gathered[s].clear();
+      for (uint32_t h : covers[s]) {
+        for (Position position : sets[s]->kept()) {
+          gathered[s].push_back(heads[h].Weight(position));
         }
-        records.assign(sets.size(), StepRecord{});
-      },
-      options.record_cut);
-  if (!status.ok()) {
-    result.refusal = status;
-    result.refused_step = CategoryOf(status) == ErrorCategory::kInvalidTrace
-                              ? -1
-                              : static_cast<int64_t>(result.steps.size());
+      }
+      inputs[s] = {step, 1, absl::MakeConstSpan(gathered[s])};
+    }
+    absl::StatusOr<std::vector<StepRecord>> records =
+        StepSets(sets, inputs, shared, options.record_cut);
+    if (!records.ok()) {
+      result.refusal = records.status();
+      result.refused_step = step;
+      return result;
+    }
+    result.steps.push_back(LogRecord(*std::move(records)));
   }
   return result;
 }
@@ -171,11 +298,13 @@ RunResult RunTraceSetsScenario(absl::Span<Policy* const> sets,
 // has been checked.
 RunResult RunSets(absl::Span<Policy* const> sets,
                   const std::vector<std::vector<uint32_t>>& covers,
-                  const Scenario& scenario, const RunOptions& options) {
+                  const SharedBudget& shared, const Scenario& scenario,
+                  const RunOptions& options) {
   RunResult result;
   const uint32_t query_heads = HeadsOf(scenario).query_heads;
   uint64_t next_position = 0;
-  std::vector<float> gathered;
+  std::vector<std::vector<float>> gathered(sets.size());
+  std::vector<StepInput> inputs(sets.size());
   for (size_t index = 0; index < scenario.steps.size(); ++index) {
     const ScenarioStep& step = scenario.steps[index];
     absl::Status status = CheckScenarioStep(step, static_cast<int64_t>(index),
@@ -186,52 +315,32 @@ RunResult RunSets(absl::Span<Policy* const> sets,
       return result;
     }
     const bool has_rows = step.attention.has_value() || !step.heads.empty();
-    std::vector<StepRecord> records(sets.size());
     for (size_t s = 0; s < sets.size(); ++s) {
-      Policy& policy = *sets[s];
       // spec/harness.md#what-a-policy-sees: each covered head's weights of
       // the set's kept positions, in kept order, exactly as its row gives
       // them; heads in ascending order (spec/heads.md#what-each-head-records).
-      StepInput input;
-      input.first = static_cast<Position>(next_position);
-      input.count = step.admit;
-      if (has_rows) {
-        gathered.clear();
-        for (uint32_t head : covers[s]) {
-          const std::vector<float>& row = RowOf(step, head);
-          for (Position position : policy.kept()) {
-            gathered.push_back(row[position]);
-          }
+      inputs[s] = StepInput{static_cast<Position>(next_position), step.admit,
+                            std::nullopt};
+      if (!has_rows) continue;
+      gathered[s].clear();
+      for (uint32_t head : covers[s]) {
+        const std::vector<float>& row = RowOf(step, head);
+        for (Position position : sets[s]->kept()) {
+          gathered[s].push_back(row[position]);
         }
-        input.attention = absl::MakeConstSpan(gathered);
       }
-      StepRecord& record = records[s];
-      record.query_cache_position = static_cast<uint32_t>(policy.kept().size());
-      EvictionDetail detail;
-      absl::StatusOr<std::vector<Position>> victims =
-          policy.Step(input, options.record_cut ? &detail : nullptr);
-      if (!victims.ok()) {
-        // The scenario checks passed, so a policy cannot refuse; kept for
-        // a policy's own checks all the same.
-        result.refusal = victims.status();
-        result.refused_step = static_cast<int64_t>(index);
-        return result;
-      }
-      record.victims = *std::move(victims);
-      if (options.record_cut && !record.victims.empty()) {
-        record.cut = CutOf(detail);
-      }
-      record.kept_count = static_cast<uint32_t>(policy.kept().size());
+      inputs[s].attention = absl::MakeConstSpan(gathered[s]);
     }
-    // spec/heads.md#the-eviction-log: one set in the step's own fields,
-    // several in `sets`.
-    if (records.size() == 1) {
-      result.steps.push_back(std::move(records[0]));
-    } else {
-      StepRecord combined;
-      combined.sets = std::move(records);
-      result.steps.push_back(std::move(combined));
+    absl::StatusOr<std::vector<StepRecord>> records =
+        StepSets(sets, inputs, shared, options.record_cut);
+    if (!records.ok()) {
+      // The scenario checks passed, so a policy cannot refuse; kept for a
+      // policy's own checks all the same.
+      result.refusal = records.status();
+      result.refused_step = static_cast<int64_t>(index);
+      return result;
     }
+    result.steps.push_back(LogRecord(*std::move(records)));
     next_position += step.admit;
   }
   return result;
@@ -270,9 +379,10 @@ RunResult RunScenario(Policy& policy, const Scenario& scenario,
   for (uint32_t h = 0; h < heads.query_heads; ++h) every[h] = h;
   Policy* const sets[] = {&policy};
   if (scenario.trace.has_value()) {
-    return RunTraceSetsScenario(sets, {every}, scenario, options);
+    return RunTraceSetsScenario(sets, {every}, SharedBudget{}, scenario,
+                                options);
   }
-  return RunSets(sets, {every}, scenario, options);
+  return RunSets(sets, {every}, SharedBudget{}, scenario, options);
 }
 
 RunResult RunScenario(const PolicyConfig& config, const Scenario& scenario,
@@ -309,10 +419,11 @@ RunResult RunScenario(const PolicyConfig& config, const Scenario& scenario,
     owned.push_back(*MakePolicy(config, cover.size()));
     sets.push_back(owned.back().get());
   }
+  const SharedBudget shared = SharedBudgetOf(config, sets.size());
   if (scenario.trace.has_value()) {
-    return RunTraceSetsScenario(sets, covers, scenario, options);
+    return RunTraceSetsScenario(sets, covers, shared, scenario, options);
   }
-  return RunSets(sets, covers, scenario, options);
+  return RunSets(sets, covers, shared, scenario, options);
 }
 
 std::ostream& operator<<(std::ostream& out, const StepRecord& record) {

@@ -110,6 +110,24 @@ RunResult RunScenario(Policy& policy, const Scenario& scenario,
 RunResult RunScenario(const PolicyConfig& config, const Scenario& scenario,
                       const RunOptions& options = {});
 
+// spec/heads.md#head-adaptive-budgets: with `adaptive` 1 and several kept
+// sets, the sets share one budget, `layer_budget` (budget x sets), and keep
+// at least `floor` positions each; `on` is false otherwise.
+struct SharedBudget {
+  bool on = false;
+  size_t layer_budget = 0;
+  size_t floor = 0;
+};
+SharedBudget SharedBudgetOf(const PolicyConfig& config, size_t sets);
+
+// One step of a layer's kept sets, each handed its own inputs (its heads'
+// weights of its kept positions, head by head): each set's own Step(), or,
+// with a shared budget, every set admits and then the layer evicts by one
+// joint ranking (spec/heads.md#head-adaptive-budgets). One record per set.
+absl::StatusOr<std::vector<StepRecord>> StepSets(
+    absl::Span<Policy* const> sets, absl::Span<const StepInput> inputs,
+    const SharedBudget& shared, bool record_cut);
+
 // spec/harness.md#cache-relative-positions: the cache-relative position of
 // a kept position is its index in kept order; nullopt if not kept.
 std::optional<uint32_t> CacheRelativePosition(absl::Span<const Position> kept,

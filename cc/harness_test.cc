@@ -311,5 +311,57 @@ TEST(Heads, TraceHeadZeroIsTheSingleHeadTrace) {
   EXPECT_TRUE(head_one_differs);
 }
 
+// spec/heads.md#head-adaptive-budgets, worked by hand. Two heads, one set
+// each (query_head), budget 2, recent window 1: the layer keeps 4.
+// Step 1 (rows [0.5, 0.25] and [0.0625, 0.125], admits 2): 6 kept, 2 go.
+// Joint order (0.0625, 0, set 1), (0.125, 1, set 1), (0.25, 1, set 0),
+// (0.5, 0, set 0); the floor is max(1, 2 * 200 / 1000) = 1, so set 1 loses
+// 0 and 1 and keeps 2 alone. Step 2 (rows [0.5, 0.25, 0.25] and
+// [0, 0, 0.5], admits 3): set 0 keeps 0, 1, 2, 3 with sums 1.0, 0.5, 0.25
+// (3 protected), set 1 keeps 2 (sum 0.5) and 3: order (0.25, 2, set 0),
+// (0.5, 1, set 0), (0.5, 2, set 1), ...: set 0 loses 1 and 2.
+TEST(Heads, AdaptiveBudgetEvictsByOneJointRanking) {
+  Scenario scenario;
+  scenario.id = "adakv";
+  scenario.query_heads = 2;
+  scenario.kv_heads = 2;
+  scenario.steps.push_back({2, std::nullopt, {}});
+  scenario.steps.push_back({1, std::nullopt, {{0.5f, 0.25f}, {0.0625f, 0.125f}}});
+  scenario.steps.push_back(
+      {1, std::nullopt, {{0.5f, 0.25f, 0.25f}, {0.0f, 0.0f, 0.5f}}});
+  const PolicyConfig adaptive{"h2o",
+                              {{"budget", 2},
+                               {"recent_window", 1},
+                               {"granularity", 2},
+                               {"adaptive", 1}}};
+  const RunResult result = RunScenario(adaptive, scenario);
+  ASSERT_TRUE(result.refusal.ok()) << result.refusal;
+  ASSERT_EQ(result.steps.size(), 3u);
+  auto record = [](std::vector<Position> victims, uint32_t kept,
+                   uint32_t query) {
+    StepRecord r;
+    r.victims = std::move(victims);
+    r.kept_count = kept;
+    r.query_cache_position = query;
+    return r;
+  };
+  ASSERT_EQ(result.steps[1].sets.size(), 2u);
+  EXPECT_EQ(result.steps[1].sets[0], record({}, 3, 2));
+  EXPECT_EQ(result.steps[1].sets[1], record({0, 1}, 1, 2));
+  EXPECT_EQ(result.steps[2].sets[0], record({1, 2}, 2, 3));
+  EXPECT_EQ(result.steps[2].sets[1], record({}, 2, 1));
+
+  // safeguard 1000: the floor is the budget, each set evicts its own lowest
+  // (spec/heads.md: the non-adaptive layer).
+  PolicyConfig fixed_floor = adaptive;
+  fixed_floor.parameters.push_back({"safeguard_permille", 1000});
+  PolicyConfig fixed = adaptive;
+  fixed.parameters[3].value = 0;
+  EXPECT_EQ(RunScenario(fixed_floor, scenario).steps,
+            RunScenario(fixed, scenario).steps);
+  EXPECT_EQ(RunScenario(fixed, scenario).steps[1].sets[0].victims,
+            std::vector<Position>{1});
+}
+
 }  // namespace
 }  // namespace kvspec

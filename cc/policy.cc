@@ -88,6 +88,32 @@ absl::StatusOr<std::vector<Position>> Policy::Step(const StepInput& input) {
   return Step(input, nullptr);
 }
 
+absl::Status Policy::AdmitStep(const StepInput& input) {
+  KVSPEC_RETURN_IF_ERROR(Validate(input));
+  if (input.attention.has_value()) Record(*input.attention);
+  for (uint32_t i = 0; i < input.count; ++i) {
+    const Position position = input.first + i;
+    kept_.push_back(position);
+    Admit(position);
+  }
+  last_admitted_ = input.first + (input.count - 1);
+  ++steps_done_;
+  return absl::OkStatus();
+}
+
+bool Policy::ScoreSlots(std::vector<double>& scores, size_t& candidate_end) {
+  return CurrentScores(scores, candidate_end);
+}
+
+std::vector<Position> Policy::EvictSlots(absl::Span<const size_t> slots) {
+  std::vector<Position> victims;
+  victims.reserve(slots.size());
+  for (size_t slot : slots) victims.push_back(kept_[slot]);
+  Forget(slots);
+  EraseSlots(kept_, slots);
+  return victims;
+}
+
 absl::StatusOr<std::vector<Position>> Policy::Step(const StepInput& input,
                                                    EvictionDetail* detail) {
   KVSPEC_RETURN_IF_ERROR(Validate(input));

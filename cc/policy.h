@@ -100,6 +100,17 @@ class Policy {
   absl::StatusOr<std::vector<Position>> Step(const StepInput& input,
                                              EvictionDetail* detail);
 
+  // spec/heads.md#head-adaptive-budgets: Step() in three parts, for kept
+  // sets that share one budget and evict by one joint ranking (the
+  // harness's use only). AdmitStep validates, records and admits exactly
+  // as Step() does, and evicts nothing; ScoreSlots gives the binary64 score
+  // every kept slot ranks by now and the end of the candidate slots (false
+  // for a policy that does not rank by score); EvictSlots removes the given
+  // slots (ascending) and returns their positions.
+  absl::Status AdmitStep(const StepInput& input);
+  bool ScoreSlots(std::vector<double>& scores, size_t& candidate_end);
+  std::vector<Position> EvictSlots(absl::Span<const size_t> slots);
+
   // Kept positions, ascending. The index of a position in this span is its
   // cache-relative position (spec/harness.md#cache-relative-positions).
   absl::Span<const Position> kept() const { return kept_; }
@@ -141,6 +152,12 @@ class Policy {
   // by position or not at all.
   virtual bool RankingScores(std::vector<double>& /*scores*/,
                              size_t& /*candidate_end*/) const {
+    return false;
+  }
+  // Score-based policies only: computes, now, the score every kept slot
+  // ranks by (as ChooseVictims would at an eviction), whatever the budget.
+  virtual bool CurrentScores(std::vector<double>& /*scores*/,
+                             size_t& /*candidate_end*/) {
     return false;
   }
 

@@ -225,40 +225,4 @@ absl::Status RunTrace(Policy& policy, const TraceConfig& config,
   return absl::OkStatus();
 }
 
-absl::Status RunTraceSets(absl::Span<Policy* const> sets,
-                          const std::vector<std::vector<uint32_t>>& covers,
-                          uint32_t query_heads, const TraceConfig& config,
-                          const TraceSetStepCallback& on_step,
-                          bool want_detail) {
-  std::vector<TraceGenerator> heads;
-  for (uint32_t h = 0; h < query_heads; ++h) {
-    absl::StatusOr<TraceGenerator> head = TraceGenerator::CreateForHead(config, h);
-    if (!head.ok()) return head.status();
-    heads.push_back(*std::move(head));
-  }
-  std::vector<float> gathered;
-  EvictionDetail detail;
-  while (true) {
-    bool more = true;
-    for (TraceGenerator& head : heads) more = head.Advance() && more;
-    if (!more) break;
-    const uint32_t step = heads[0].step();
-    for (size_t s = 0; s < sets.size(); ++s) {
-      Policy& policy = *sets[s];
-      gathered.clear();
-      for (uint32_t h : covers[s]) {
-        for (Position position : policy.kept()) {
-          gathered.push_back(heads[h].Weight(position));
-        }
-      }
-      absl::StatusOr<std::vector<Position>> victims =
-          policy.Step({step, 1, absl::MakeConstSpan(gathered)},
-                      want_detail ? &detail : nullptr);
-      if (!victims.ok()) return victims.status();
-      if (on_step) on_step(step, s, *victims, detail);
-    }
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace kvspec

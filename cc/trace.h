@@ -119,19 +119,6 @@ absl::Status RunTrace(Policy& policy, const TraceConfig& config,
                       const TraceStepCallback& on_step,
                       bool want_detail = false);
 
-// As RunTrace, for a trace of `query_heads` heads run through kept sets
-// (spec/heads.md#kept-sets, spec/trace.md#several-heads): `sets[s]` is a
-// policy built for the query heads `covers[s]`, and each step hands it
-// those heads' weights of its kept positions, head by head. `on_step` is
-// called for every set of every step, set 0 first.
-using TraceSetStepCallback = std::function<void(
-    uint32_t step, size_t set, absl::Span<const Position> victims,
-    const EvictionDetail& detail)>;
-absl::Status RunTraceSets(absl::Span<Policy* const> sets,
-                          const std::vector<std::vector<uint32_t>>& covers,
-                          uint32_t query_heads, const TraceConfig& config,
-                          const TraceSetStepCallback& on_step,
-                          bool want_detail = false);
 
 }  // namespace kvspec
 

@@ -80,6 +80,21 @@ if [[ -f conformance/ports/python/requirements.txt ]]; then
   echo "setup: $venv has $(conformance/ports/python/.venv/bin/python -m pip list 2>/dev/null | grep -E '^(protobuf|pytest|numpy|mutmut) ' | tr -s ' ' | paste -sd, -)"
 fi
 
+# Attention from a real model (tools/capture_attention.py and its test):
+# torch and transformers from PyPI, pinned, in their own virtual
+# environment. PyPI's torch is the CUDA build: about 5.6 GB, 2-3 minutes
+# to download and install here; the capture itself runs on CPU.
+venv=tools/.venv-capture
+if [[ ! -x "$venv/bin/python" ]]; then
+  echo "setup: creating $venv"
+  python3 -m venv "$venv"
+fi
+if ! "$venv/bin/python" -m pip install -q -r tools/requirements-capture.txt >/dev/null; then
+  echo "setup: pip install of tools/requirements-capture.txt failed" >&2
+  exit 1
+fi
+echo "setup: $venv has $("$venv/bin/python" -m pip list 2>/dev/null | grep -E '^(torch|transformers|safetensors) ' | tr -s ' ' | paste -sd, -)"
+
 # Mutation testing of the Rust port (tools/mutation.sh): cargo-mutants,
 # pinned, built from crates.io (a few minutes on two cores, once).
 if command -v cargo >/dev/null; then

@@ -67,6 +67,13 @@ class H2oPolicy final : public Policy {
            sizeof(double);
   }
 
+  bool CurrentScores(std::vector<double>& scores,
+                     size_t& candidate_end) override {
+    scores = Scores();
+    candidate_end = kept().size() - recent_window_;
+    return true;
+  }
+
   bool RankingScores(std::vector<double>& scores,
                      size_t& candidate_end) const override {
     scores = cumulative_.size() == 1 ? cumulative_[0] : combined_;
@@ -111,7 +118,7 @@ const PolicyEntry& H2oEntry() {
        "recent window",
        "spec/policies/h2o.md",
        {BudgetParameter(), RecentWindowParameter(), GranularityParameter(),
-        AggregationParameter()}},
+        AggregationParameter(), AdaptiveParameter(), SafeguardParameter()}},
       &MakeH2o};
   return *entry;
 }

@@ -40,6 +40,16 @@ inline ParameterInfo AggregationParameter() {
   return {"aggregation", 0, 0, 2,
           "how the scores of a set's heads combine: 0 mean, 1 max, 2 sum"};
 }
+// spec/heads.md#head-adaptive-budgets (AdaKV).
+inline ParameterInfo AdaptiveParameter() {
+  return {"adaptive", 0, 0, 1,
+          "1: the kept sets share budget x sets by one joint ranking (AdaKV)"};
+}
+inline ParameterInfo SafeguardParameter() {
+  return {"safeguard_permille", 200, 0, 1000,
+          "with adaptive 1, each set keeps at least budget x this / 1000 "
+          "(at least 1 when above 0)"};
+}
 
 // spec/harness.md#protected-positions: recent_window >= budget is refused.
 inline absl::Status CheckRecentWindow(const char* policy, int64_t budget,

@@ -85,6 +85,14 @@ class SnapKvPolicy final : public Policy {
            combined_.size() * sizeof(double);
   }
 
+  bool CurrentScores(std::vector<double>& scores,
+                     size_t& candidate_end) override {
+    for (size_t h = 0; h < history_.size(); ++h) PoolHead(h);
+    scores = Scores();
+    candidate_end = kept().size() - recent_window_;
+    return true;
+  }
+
   bool RankingScores(std::vector<double>& scores,
                      size_t& candidate_end) const override {
     scores = pooled_.size() == 1 ? pooled_[0] : combined_;
@@ -179,7 +187,9 @@ const PolicyEntry& SnapKvEntry() {
          "width of the max-pool over adjacent kept slots; odd; 1 disables "
          "pooling"},
         GranularityParameter(),
-        AggregationParameter()}},
+        AggregationParameter(),
+        AdaptiveParameter(),
+        SafeguardParameter()}},
       &MakeSnapKv};
   return *entry;
 }

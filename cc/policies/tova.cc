@@ -71,6 +71,18 @@ class TovaPolicy final : public Policy {
            combined_.size() * sizeof(double);
   }
 
+  bool CurrentScores(std::vector<double>& scores,
+                     size_t& candidate_end) override {
+    if (latest_.size() == 1) {
+      scores.assign(latest_[0].begin(), latest_[0].end());
+    } else {
+      Combine(aggregation_, absl::MakeConstSpan(latest_), combined_);
+      scores = combined_;
+    }
+    candidate_end = kept().size() - recent_window_;
+    return true;
+  }
+
   bool RankingScores(std::vector<double>& scores,
                      size_t& candidate_end) const override {
     if (latest_.size() == 1) {
@@ -111,7 +123,7 @@ const PolicyEntry& TovaEntry() {
        "evicts the lowest latest attention weight outside the recent window",
        "spec/policies/tova.md",
        {BudgetParameter(), RecentWindowParameter(), GranularityParameter(),
-        AggregationParameter()}},
+        AggregationParameter(), AdaptiveParameter(), SafeguardParameter()}},
       &MakeTova};
   return *entry;
 }

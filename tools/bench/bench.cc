@@ -32,6 +32,7 @@
 #include "benchmark/benchmark.h"
 #include "cc/registry.h"
 #include "tools/bench/figures.h"
+#include "tools/bench/heads.h"
 #include "tools/bench/scale.h"
 #include "tools/bench/speed.h"
 #include "tools/vectors/markdown_block.h"
@@ -40,7 +41,9 @@ ABSL_FLAG(std::vector<std::string>, sections,
           std::vector<std::string>({"figures", "speed", "scale"}),
           "Which parts to run: figures (retained mass, memory; rewrites the "
           "cards' blocks and spec/figures/), speed (ns per step against the "
-          "baseline, Google Benchmark), scale (streaming runs).");
+          "baseline, Google Benchmark), scale (streaming runs), heads (every "
+          "policy and granularity on the multi-head canonical trace; not run "
+          "unless asked).");
 ABSL_FLAG(bool, check, false,
           "Compute the figures and compare each card's generated block and "
           "each plot with them; exit 1 if any differs. Writes nothing.");
@@ -295,8 +298,10 @@ int Main(const std::string& program) {
   const std::vector<std::string> list = absl::GetFlag(FLAGS_sections);
   const std::set<std::string> sections(list.begin(), list.end());
   for (const std::string& s : sections) {
-    if (s != "figures" && s != "speed" && s != "scale") {
-      std::fprintf(stderr, "--sections: unknown section '%s' (figures, speed, scale)\n",
+    if (s != "figures" && s != "speed" && s != "scale" && s != "heads") {
+      std::fprintf(stderr,
+                   "--sections: unknown section '%s' (figures, speed, scale, "
+                   "heads)\n",
                    s.c_str());
       return 2;
     }
@@ -313,7 +318,8 @@ int Main(const std::string& program) {
   const bool check = absl::GetFlag(FLAGS_check);
   const std::string root = Root();
 #ifndef NDEBUG
-  if (!check && (sections.count("speed") || sections.count("scale"))) {
+  if (!check && (sections.count("speed") || sections.count("scale") ||
+                 sections.count("heads"))) {
     std::fprintf(stderr,
                  "warning: built without -c opt: the timings will be of "
                  "unoptimized code and the streaming runs several times "
@@ -380,6 +386,15 @@ int Main(const std::string& program) {
       }
     }
     report += (report.empty() ? "" : "\n") + ScaleMarkdown(streams);
+  }
+  if (sections.count("heads")) {
+    absl::StatusOr<std::vector<HeadsRun>> runs =
+        MeasureHeads(HeadsConfig{}, absl::GetFlag(FLAGS_repetitions));
+    if (!runs.ok()) {
+      std::fprintf(stderr, "%s\n", runs.status().ToString().c_str());
+      return 2;
+    }
+    report += (report.empty() ? "" : "\n") + HeadsMarkdown(HeadsConfig{}, *runs);
   }
   std::printf("%s", report.c_str());
 

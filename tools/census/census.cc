@@ -552,6 +552,32 @@ bool Decides(const std::string& flag, const CaseContext& c) {
                        [](const StepRecord& s) { return s.sets.empty(); }) &&
            DiffersWith(c, MeanRowScenario(c.scenario));
   }
+  if (flag == "heads.adaptive") {
+    return c.expected.refusal.ok() && ReadsAttention(policy) &&
+           EffectiveParameter(c.config, "adaptive") == 1 &&
+           DiffersWith(c, WithParameter(c.config, "adaptive", 0));
+  }
+  if (flag == "heads.safeguard") {
+    if (!c.expected.refusal.ok() || !ReadsAttention(policy) ||
+        EffectiveParameter(c.config, "adaptive") != 1) {
+      return false;
+    }
+    const int64_t value = EffectiveParameter(c.config, "safeguard_permille");
+    for (int64_t other : {int64_t{0}, int64_t{1000}, value / 2, value * 2}) {
+      if (other != value && other >= 0 && other <= 1000 &&
+          DiffersWith(c, WithParameter(c.config, "safeguard_permille", other))) {
+        return true;
+      }
+    }
+    return false;
+  }
+  if (flag == "neighbour.adakv-fixed") {
+    return c.expected.refusal.ok() && Evicts(c.expected) &&
+           EffectiveParameter(c.config, "adaptive") == 1 &&
+           EffectiveParameter(c.config, "safeguard_permille") == 1000 &&
+           SameVictims(c.expected,
+                       RunScenario(WithParameter(c.config, "adaptive", 0), c.scenario));
+  }
   if (flag == "heads.one-set") {
     return c.expected.refusal.ok() && !ReadsAttention(policy) &&
            c.scenario.query_heads.value_or(1) > 1 &&

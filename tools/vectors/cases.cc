@@ -720,7 +720,8 @@ void AddAuditCases(SuiteBuilder& b) {
           // The head parameters (spec 0.5.0) appear only in their own
           // bounds cases, so the cases of spec 0.4.0 keep their bytes.
           const bool head_parameter =
-              p.name == "granularity" || p.name == "aggregation";
+              p.name == "granularity" || p.name == "aggregation" ||
+              p.name == "adaptive" || p.name == "safeguard_permille";
           if (head_parameter && p.name != parameter.name) continue;
           int64_t value = p.name == "budget"        ? 4
                           : p.name == "obs_window"  ? 2
@@ -863,6 +864,22 @@ void AddHeadScenarios(SuiteBuilder& b) {
       Explicit("heads-pool-then-combine",
                {Null(4), HeadRows({{0, 0, 0, 0.5f}, {0, 1, 0.5f, 0}})}),
       2, 1));
+  // spec/heads.md#head-adaptive-budgets, worked by hand: two heads, one
+  // set each; head 1 pays little to positions 0 and 1, head 0 much.
+  b.Add(WithHeads(Explicit("adakv-two-heads",
+                           {Null(2), HeadRows({{0.5f, 0.25f}, {0.0625f, 0.125f}}),
+                            HeadRows({{0.5f, 0.25f, 0.25f}, {0.0f, 0.0f, 0.5f}})}),
+                  2, 2));
+  // Head 1 pays nothing to any position, head 0 pays 1 to every one: with a
+  // shared budget head 1's set loses two positions a step until its floor.
+  {
+    std::vector<ScenarioStep> steps = {Null(10)};
+    for (uint32_t t = 1; t < 12; ++t) {
+      const uint32_t admitted = 9 + t;
+      steps.push_back(HeadRows({Row(admitted, 1.0f), Row(admitted, 0.0f)}));
+    }
+    b.Add(WithHeads(Explicit("adakv-floor", std::move(steps)), 2, 2));
+  }
   // Refusals (spec/heads.md#head-counts, #rows-per-head).
   b.Add(WithHeads(Chunks("heads-query-zero", {1}), 0, 1));
   b.Add(WithHeads(Chunks("heads-query-above", {1}), 1025, 1));
@@ -974,6 +991,47 @@ void AddHeadCases(SuiteBuilder& b) {
                          "in two groups, budget 128, ") + choice.name,
              P(policy.name, parameters), "heads-canonical-768");
     }
+  }
+  // Head-adaptive budgets (spec/heads.md#head-adaptive-budgets).
+  const std::vector<Parameter> two_sets = {
+      {"budget", 2}, {"recent_window", 1}, {"granularity", 2}};
+  auto with = [](std::vector<Parameter> parameters, Parameter more) {
+    parameters.push_back(more);
+    return parameters;
+  };
+  b.Case("h2o/adakv/joint-ranking", {"heads.adaptive"},
+         "layer budget 4 over two sets: both victims of step 1 come from head "
+         "1's set (0.0625, 0.125), head 0's set keeps 3",
+         P("h2o", with(two_sets, {"adaptive", 1})), "adakv-two-heads");
+  b.Case("h2o/adakv/fixed-per-set", {"heads.granularity"},
+         "the same without adaptive: each set evicts its own lowest",
+         P("h2o", two_sets), "adakv-two-heads");
+  b.Case("h2o/adakv/safeguard-1000-is-fixed", {"neighbour.adakv-fixed"},
+         "safeguard 1000: the floor is the budget, so each set evicts as "
+         "without adaptive",
+         P("h2o", with(with(two_sets, {"adaptive", 1}), {"safeguard_permille", 1000})),
+         "adakv-two-heads");
+  b.Case("h2o/adakv/floor-binds", {"heads.safeguard"},
+         "safeguard 500 (floor 1): head 1's set stops at one position",
+         P("h2o", with(with(two_sets, {"adaptive", 1}), {"safeguard_permille", 500})),
+         "adakv-two-heads");
+  for (const char* name : {"h2o", "tova", "snapkv"}) {
+    b.Case(std::string(name) + "/adakv/floor-at-default",
+           {"defaults.decides", "heads.safeguard", "heads.adaptive"},
+           "budget 10 per set shared by two sets: head 1's set (all weights "
+           "0) loses two positions a step until it holds the default floor, "
+           "10 * 200 / 1000 = 2",
+           P(name, {{"budget", 10}, {"recent_window", 1}, {"granularity", 2},
+                    {"adaptive", 1}}),
+           "adakv-floor");
+  }
+  for (const Scored& policy : scored) {
+    std::vector<Parameter> parameters = {{"budget", 128}, {"adaptive", 1}};
+    b.Case(std::string(policy.name) + "/adakv/canonical-kv-head",
+           {"heads.adaptive", "defaults.decides", "canonical-trace"},
+           "the multi-head canonical trace, budget 128 per KV head shared by "
+           "the layer (AdaKV), safeguard 200 (floor 25)",
+           P(policy.name, parameters), "heads-canonical-768");
   }
   b.Case("h2o/heads/mean-rounding-ties", {"heads.mean-rounding", "tie.lower-position"},
          "sums 1.5 + 2^-51 and 1.5 + 2^-52 have one mean: the tie evicts 0 "
