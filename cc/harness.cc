@@ -176,11 +176,33 @@ void EvictShared(absl::Span<Policy* const> sets, const SharedBudget& shared,
       pairs.push_back({scores[slot], sets[s]->kept()[slot], s, slot});
     }
   }
-  std::sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) {
+  const auto ranks_lower = [](const Pair& a, const Pair& b) {
     if (a.score != b.score) return a.score < b.score;
     if (a.position != b.position) return a.position < b.position;
     return a.set < b.set;
-  });
+  };
+  // The walk below reads the ranking from its lowest pair. Without a cut to
+  // record it usually needs only the lowest `excess` pairs: select those
+  // (O(pairs)) and sort them; if a floor made the walk skip one, rank
+  // everything. The order is total, so both give the same victims.
+  size_t ranked_end = pairs.size();
+  if (!record_cut && excess < pairs.size()) {
+    std::nth_element(pairs.begin(), pairs.begin() + excess, pairs.end(),
+                     ranks_lower);
+    std::sort(pairs.begin(), pairs.begin() + excess, ranks_lower);
+    std::vector<size_t> counts(sets.size());
+    for (size_t s = 0; s < sets.size(); ++s) counts[s] = sets[s]->kept().size();
+    bool floor_binds = false;
+    for (size_t i = 0; i < excess && !floor_binds; ++i) {
+      floor_binds = counts[pairs[i].set] <= shared.floor;
+      --counts[pairs[i].set];
+    }
+    ranked_end = floor_binds ? pairs.size() : excess;
+  }
+  if (ranked_end == pairs.size()) {
+    std::sort(pairs.begin(), pairs.end(), ranks_lower);
+  }
+  pairs.resize(ranked_end);
   std::vector<size_t> counts;
   for (Policy* policy : sets) counts.push_back(policy->kept().size());
   std::vector<std::vector<size_t>> slots(sets.size());

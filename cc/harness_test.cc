@@ -363,5 +363,41 @@ TEST(Heads, AdaptiveBudgetEvictsByOneJointRanking) {
             std::vector<Position>{1});
 }
 
+// The shared budget's walk ranks only the lowest pairs when no cut is
+// recorded, and everything when a floor binds: both must evict alike. Head
+// 1 pays nothing, so its set loses two positions a step down to its floor
+// (budget 10, safeguard 200: floor 2).
+TEST(Heads, AdaptiveVictimsDoNotDependOnRecordingTheCut) {
+  Scenario scenario;
+  scenario.id = "floor";
+  scenario.query_heads = 2;
+  scenario.kv_heads = 2;
+  scenario.steps.push_back({10, std::nullopt, {}});
+  for (uint32_t t = 1; t < 12; ++t) {
+    const uint32_t admitted = 9 + t;
+    scenario.steps.push_back({1, std::nullopt,
+                              {std::vector<float>(admitted, 1.0f),
+                               std::vector<float>(admitted, 0.0f)}});
+  }
+  const PolicyConfig config{"h2o",
+                            {{"budget", 10},
+                             {"recent_window", 1},
+                             {"granularity", 2},
+                             {"adaptive", 1}}};
+  const RunResult fast = RunScenario(config, scenario, RunOptions{false});
+  const RunResult ranked = RunScenario(config, scenario, RunOptions{true});
+  ASSERT_TRUE(fast.refusal.ok()) << fast.refusal;
+  ASSERT_EQ(fast.steps.size(), ranked.steps.size());
+  for (size_t t = 0; t < fast.steps.size(); ++t) {
+    for (size_t s = 0; s < 2; ++s) {
+      EXPECT_EQ(fast.steps[t].sets[s].victims, ranked.steps[t].sets[s].victims)
+          << "step " << t << " set " << s;
+    }
+  }
+  // Head 1's set ends at its floor, 2 positions; head 0's holds the rest.
+  EXPECT_EQ(fast.steps.back().sets[1].kept_count, 2u);
+  EXPECT_EQ(fast.steps.back().sets[0].kept_count, 18u);
+}
+
 }  // namespace
 }  // namespace kvspec
