@@ -895,6 +895,8 @@ void AddHeadScenarios(SuiteBuilder& b) {
     // heads in two groups (head 0, a sink head | a local head, a heavy-
     // hitter head); epoch 1 (from step 512) has heavy hitters.
     b.Add(WithHeads(Traced("heads-canonical-768", CanonicalTrace(768)), 4, 2));
+    // Five heads: head 4 takes role 0 again (a sink head).
+    b.Add(WithHeads(Traced("heads-canonical-five-300", CanonicalTrace(300)), 5, 1));
     Scenario both = Chunks("heads-trace-and-steps", {1});
     both.trace = CanonicalTrace(8);
     b.Add(WithHeads(both, 0, 1));
@@ -1059,6 +1061,13 @@ void AddHeadCases(SuiteBuilder& b) {
          P("random", {{"budget", 8}, {"recent_window", 2}}, 7), "heads-roles");
   b.Case("full/heads/one-set", {"heads.one-set"}, "four heads, one kept set",
          P("full", {}), "heads-roles");
+  b.Case("window/heads/canonical-one-set", {"heads.one-set", "canonical-trace"},
+         "the multi-head canonical trace: one kept set, the single-head log",
+         P("window", {{"budget", 128}}), "heads-canonical-768");
+  b.Case("h2o/heads/canonical-five-heads", {"heads.granularity", "canonical-trace"},
+         "the canonical trace with five query heads, one set each: head 4 "
+         "is a sink head (role 0) with its own seed",
+         P("h2o", {{"budget", 32}, {"granularity", 2}}), "heads-canonical-five-300");
   b.Case("window/heads/granularity-refused", {"refusal.invalid-parameter"},
          "window does not take granularity",
          P("window", {{"budget", 8}, {"granularity", 1}}), "heads-roles");

@@ -171,6 +171,46 @@ def run_trace(policy: Policy, gen: trace_mod.TraceGenerator, steps: int, log: Ev
         log.steps.append(policy.step_unchecked(t, 1, attention))
 
 
+def run_trace_heads(policy: Policy, sets, tp: trace_mod.TraceParams, query_heads: int,
+                    log: EvictionLog) -> None:
+    """A generated trace of several query heads (spec/trace.md#several-heads).
+
+    Query head h streams its own rows (`trace.head_params(tp, h)`). With
+    `sets` (a list of heads.KeptSet: a policy that reads attention), each
+    step gives each set each of its heads' weights at the set's kept
+    positions, then logs as spec/heads.md#the-eviction-log says; otherwise
+    `policy` is the run's one kept set and reads no row
+    (spec/heads.md#policies-that-do-not-read-attention).
+    """
+    if sets is None:
+        for t in range(tp.steps):
+            log.steps.append(policy.step_unchecked(t, 1, None))
+        return
+    heads = trace_mod.HeadsTrace(tp, query_heads)
+    # Sets cover consecutive heads, set 0 first (spec/heads.md#kept-sets).
+    sizes = [ks.end_head - ks.first_head for ks in sets]
+    for t in range(tp.steps):
+        heads.begin_step(t)
+        # Row h of `positions`: the kept positions of head h's set. Every
+        # set keeps as many positions as any other here (one admitted per
+        # step, the same budget for every set); a shorter set would be
+        # padded with position 0 (< t whenever any set keeps a position),
+        # whose weights are computed elementwise and then left out.
+        counts = [len(ks.kept) for ks in sets]
+        width = max(counts)
+        kept = np.zeros((len(sets), width), dtype=np.int64)
+        for i, ks in enumerate(sets):
+            kept[i, :counts[i]] = ks.kept
+        weights = heads.weights_matrix(np.repeat(kept, sizes, axis=0))
+        outcomes = []
+        for i, ks in enumerate(sets):
+            outcomes.append(ks.step(t, 1, weights[ks.first_head:ks.end_head, :counts[i]]))
+        if len(outcomes) == 1:
+            log.steps.append(outcomes[0])
+        else:
+            log.steps.append(StepOutcome([], 0, 0, [], outcomes))
+
+
 def run_scenario(name, parameters, seed, steps=None, trace_config=None,
                  query_heads=None, kv_heads=None) -> EvictionLog:
     """Run one configuration over one scenario.
@@ -191,7 +231,7 @@ def run_scenario(name, parameters, seed, steps=None, trace_config=None,
             raise Refusal(INVALID_TRACE, "a scenario has either steps or a trace, not both")
         hq = 1 if query_heads is None else query_heads
         hkv = 1 if kv_heads is None else kv_heads
-        check_head_counts(hq, hkv, trace_config is not None)
+        check_head_counts(hq, hkv)
         # 3. a trace's parameters.
         gen = None
         if trace_config is not None:
@@ -200,8 +240,13 @@ def run_scenario(name, parameters, seed, steps=None, trace_config=None,
     except Refusal as r:
         log.rejection = (r.category, -1, r.message)
         return log
-    if gen is not None:
+    if gen is not None and hq == 1:
         run_trace(policy, gen, tp.steps, log)
+    elif gen is not None:
+        sets = None
+        if cls.READS_ATTENTION:
+            sets = [KeptSet(cls, values, h0, h1) for h0, h1 in sets_of(values["granularity"], hq, hkv)]
+        run_trace_heads(policy, sets, tp, hq, log)
     elif hq > 1 and cls.READS_ATTENTION:
         sets = [KeptSet(cls, values, h0, h1) for h0, h1 in sets_of(values["granularity"], hq, hkv)]
         run_steps(None, steps, log, hq, sets)

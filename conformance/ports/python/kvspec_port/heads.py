@@ -26,8 +26,11 @@ LAYER, KV_HEAD, QUERY_HEAD = 0, 1, 2
 MEAN, MAX, SUM = 0, 1, 2
 
 
-def check_head_counts(query_heads: int, kv_heads: int, has_trace: bool) -> None:
-    """spec/heads.md#head-counts, in order; each refusal is INVALID_HEADS (step -1)."""
+def check_head_counts(query_heads: int, kv_heads: int) -> None:
+    """spec/heads.md#head-counts, in order; each refusal is INVALID_HEADS (step -1).
+
+    Since spec 0.5.0's several-head traces (spec/trace.md#several-heads) a
+    trace scenario may have any valid head counts."""
     if not 1 <= query_heads <= MAX_HEADS:
         raise Refusal(INVALID_HEADS, f"query_heads must be in [1, {MAX_HEADS}], got {query_heads}")
     if not 1 <= kv_heads <= MAX_HEADS:
@@ -35,11 +38,6 @@ def check_head_counts(query_heads: int, kv_heads: int, has_trace: bool) -> None:
     if query_heads % kv_heads != 0:
         raise Refusal(
             INVALID_HEADS, f"kv_heads must divide query_heads, got query_heads {query_heads}, kv_heads {kv_heads}"
-        )
-    if has_trace and (query_heads != 1 or kv_heads != 1):
-        raise Refusal(
-            INVALID_HEADS,
-            f"a generated trace has one head, got query_heads {query_heads}, kv_heads {kv_heads}",
         )
 
 

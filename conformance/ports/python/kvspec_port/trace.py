@@ -5,12 +5,17 @@ INVALID_TRACE) and then produces, step by step, the weight of any position
 p < t (spec/trace.md#streaming): `begin_step(t)` once per step, in order,
 then `weights(positions)` (a list) or `weights_array(positions)` (a NumPy
 array) for the positions wanted (the policy's kept ones).
+
+A trace of several query heads (spec/trace.md#several-heads): head h's
+configuration is `head_params(config, h)`, and `HeadsTrace` streams every
+head's rows at once (one `TraceGenerator` per head for the per-step
+scalars, the per-position recipe evaluated over a heads-by-positions array).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence
 
 from .errors import INVALID_TRACE, Refusal
@@ -21,6 +26,9 @@ from .rng import GOLDEN_GAMMA, MASK64, Rng, mix64
 
 _NOISE_KEY = 0x6A09E667F3BCC909
 _EPOCH_KEY = 0xBB67AE8584CAA73B
+_HEAD_KEY = 0x3C6EF372FE94F82B
+# spec/trace.md#several-heads: the mass that role (h - 1) mod 3 multiplies by 4.
+_ROLE_MASSES = ("sink_mass", "recent_mass", "heavy_mass")
 _TWO_M53 = 2.0 ** -53
 
 _GOLDEN_U = np.uint64(GOLDEN_GAMMA)
@@ -106,6 +114,23 @@ def validate(p: TraceParams) -> None:
     for name, ok, rule in checks:
         if not ok:
             raise Refusal(INVALID_TRACE, f"trace: {name} {rule}, got {getattr(p, name)!r}")
+
+
+def head_params(p: TraceParams, h: int) -> TraceParams:
+    """Query head h's configuration (spec/trace.md#several-heads).
+
+    Head 0 is the trace configuration itself. Head h >= 1 has
+    seed_h = mix64(seed ^ 0x3c6ef372fe94f82b ^ h) and role (h - 1) mod 3,
+    which multiplies sink_mass (role 0), recent_mass (1) or heavy_mass (2)
+    by 4, exactly in binary64; every other parameter is the trace's. Not
+    validated: only the configuration as given is (a multiplied mass may
+    exceed 1).
+    """
+    if h == 0:
+        return p
+    mass = _ROLE_MASSES[(h - 1) % 3]
+    return replace(p, seed=mix64((p.seed ^ _HEAD_KEY ^ h) & MASK64),
+                   **{mass: float(getattr(p, mass)) * 4.0})
 
 
 def salience(seed: int, p: int) -> float:
@@ -235,3 +260,86 @@ class TraceGenerator:
 
     def row(self) -> List[float]:
         return self.weights(range(self.t))
+
+
+class HeadsTrace:
+    """The generators of a trace of several query heads, evaluated together
+    (spec/trace.md#several-heads).
+
+    `gens[h]` is query head h's own streaming generator (`head_params(p, h)`);
+    `begin_step(t)` advances every one of them, then `weights_matrix(P)`
+    gives, for a (query_heads, n) array of positions (row h: the positions
+    head h is asked for), every head's binary32 weights at once.
+
+    Elementwise only, as `TraceGenerator.weights_array`: each element goes
+    through exactly the scalar recipe of spec/trace.md#steps-and-rows with
+    its own head's scalars (Z_t, M_t, seed, shares), which each head's
+    generator has summed in order in its `begin_step`. Which parts are
+    present, and where (sinks, recent positions, whether heavy hitters
+    exist), depends only on parameters every head shares (`sinks`,
+    `recent_length`, `heavy_count`, `epoch_length`): only the masses and the
+    seed differ between heads. So head 0's generator says which parts apply.
+    """
+
+    def __init__(self, p: TraceParams, query_heads: int) -> None:
+        self.gens = [TraceGenerator(head_params(p, h)) for h in range(query_heads)]
+        self.seeds = np.array([g.p.seed for g in self.gens], dtype=np.uint64).reshape(-1, 1)
+        self.head_index = np.arange(query_heads, dtype=np.int64).reshape(-1, 1)
+        self.head_keys = self.head_index << 32
+        self.epoch: Optional[int] = None
+
+    def begin_step(self, t: int) -> None:
+        gens = self.gens
+        for g in gens:
+            g.begin_step(t)
+        g0 = gens[0]
+        self.t = t
+        self.z = np.array([g.z for g in gens], dtype=np.float64).reshape(-1, 1)
+        self.m = np.array([g.m for g in gens], dtype=np.float64).reshape(-1, 1)
+        self.noise_hash = np.array([g.noise_hash for g in gens], dtype=np.uint64).reshape(-1, 1)
+        if g0.s > 0:
+            self.sink_share = np.array([g.sink_share for g in gens], dtype=np.float64).reshape(-1, 1)
+        if g0.rec_c > 0:
+            self.rec = np.array([g.rec_shares for g in gens], dtype=np.float64)  # (heads, rec_c)
+        if g0.epoch != self.epoch:
+            self.epoch = g0.epoch
+            # Every head's heavy hitters, keyed (h << 32) + position: positions
+            # are below 2^31 + 1, so the keys sort by head, then position.
+            keys = [g._heavy_arrays[0] + (h << 32) for h, g in enumerate(gens)]
+            vals = [g._heavy_arrays[1] for g in gens]
+            self.heavy_keys = np.concatenate(keys).astype(np.int64)
+            self.heavy_vals = np.concatenate(vals).astype(np.float64)
+
+    def weights_matrix(self, positions: np.ndarray) -> np.ndarray:
+        """binary32 weights of step t (widened), row h for head h at row h's
+        positions (each < t)."""
+        q = np.asarray(positions, dtype=np.int64)
+        if q.shape[1] == 0:
+            return np.zeros(q.shape, dtype=np.float64)
+        g0 = self.gens[0]
+        t = self.t
+        qu = q.astype(np.uint64)
+        # salience(p) with head h's seed (spec/trace.md#hashes), wrapping mod 2^64.
+        x = self.seeds + _GOLDEN_U * (qu * _TWO_U + _ONE_U)
+        sal = ((_mix64_array(x) >> _S11) + _ONE_U).astype(np.float64) * _TWO_M53
+        # Background, partly binary32 (spec/trace.md#steps-and-rows);
+        # background_mass and noise are the trace's, the same for every head.
+        shares = f32_list((g0.p.background_mass * sal) / self.z)
+        jits = f32_list(2.0 * ((_mix64_array(self.noise_hash + qu) >> _S11).astype(np.float64) * _TWO_M53) - 1.0)
+        prods = f32_list(g0.noise32 * jits)
+        factors = f32_list(1.0 + prods)
+        noisy = f32_list(shares * factors)
+        # c = 0.0, + sink, + recent, + heavy, + noisy, in that order, per
+        # element; +0.0 where a part does not apply (see weights_array).
+        c = np.zeros(q.shape, dtype=np.float64)
+        if g0.s > 0:
+            c = c + np.where(q < g0.s, self.sink_share, 0.0)
+        if g0.rec_c > 0:
+            k = np.minimum(t - 1 - q, g0.rec_c - 1)  # q < t, so k >= 0
+            c = c + np.where(q >= g0.rec_lo, self.rec[self.head_index, k], 0.0)
+        if g0.heavy_present and len(self.heavy_keys):
+            hk = self.head_keys + q
+            i = np.minimum(np.searchsorted(self.heavy_keys, hk), len(self.heavy_keys) - 1)
+            c = c + np.where(self.heavy_keys[i] == hk, self.heavy_vals[i], 0.0)
+        c = c + noisy
+        return f32_list(c / self.m)

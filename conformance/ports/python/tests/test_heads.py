@@ -82,19 +82,22 @@ def test_trace_and_steps_before_heads():
 
 def test_heads_before_trace_parameters():
     # An empty TraceConfig is INVALID_TRACE (no steps), but the heads come first.
-    log = run("window", [("budget", 2)], [], 2, trace=kpb.TraceConfig())
+    log = run("window", [("budget", 2)], [], 0, trace=kpb.TraceConfig())
     assert category(log) == ("INVALID_HEADS", -1)
+    log = run("window", [("budget", 2)], [], 3, 2, trace=kpb.TraceConfig())
+    assert category(log) == ("INVALID_HEADS", -1)
+    # Valid head counts, several heads included: the trace's parameters next.
     log = run("window", [("budget", 2)], [], 1, 1, trace=kpb.TraceConfig())
+    assert category(log) == ("INVALID_TRACE", -1)
+    log = run("window", [("budget", 2)], [], 2, trace=kpb.TraceConfig())
     assert category(log) == ("INVALID_TRACE", -1)
 
 
-@pytest.mark.parametrize("hq, hkv", [(2, None), (2, 2), (2, 1), (1, 1)])
-def test_trace_has_one_head(hq, hkv):
+@pytest.mark.parametrize("hq, hkv", [(2, None), (2, 2), (2, 1), (1, 1), (4, 2)])
+def test_trace_may_have_several_heads(hq, hkv):
+    # Spec 0.5.0 (spec/trace.md#several-heads): no longer INVALID_HEADS.
     log = run("h2o", [("budget", 4), ("recent_window", 1)], [], hq, hkv, trace=kpb.TraceConfig(steps=6))
-    if hq == 1:
-        assert log.rejection is None and len(log.steps) == 6
-    else:
-        assert category(log) == ("INVALID_HEADS", -1)
+    assert log.rejection is None and len(log.steps) == 6
 
 
 def test_neither_steps_nor_trace_still_checks_heads():
