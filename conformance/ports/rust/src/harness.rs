@@ -95,16 +95,17 @@ impl KeptSet {
         self.states[0].head_options().is_some()
     }
 
-    /// Record each covered head's row (full-cache rows, `rows[h]` for query
-    /// head `h`), gathered at this set's kept positions
-    /// (spec/heads.md#what-each-head-records).
-    fn record_rows(&mut self, rows: &[&[f32]], gathered: &mut Vec<f32>) {
+    /// Record each covered head's row gathered at this set's kept positions
+    /// (spec/heads.md#what-each-head-records): `weight(h, p)` is query head
+    /// `h`'s weight of position `p` at this step (a full-cache row, or a
+    /// trace head's generator, asked only for the kept positions).
+    fn record_with<W: Fn(usize, u32) -> f32>(&mut self, weight: &W, gathered: &mut Vec<f32>) {
         if !self.reads_attention() {
             return;
         }
         for (state, &h) in self.states.iter_mut().zip(&self.heads) {
             gathered.clear();
-            gathered.extend(self.kept.iter().map(|&p| rows[h][p as usize]));
+            gathered.extend(self.kept.iter().map(|&p| weight(h, p)));
             state.record(gathered);
         }
     }
@@ -269,15 +270,32 @@ impl Layer {
         Ok(Layer { sets, gathered: Vec::new() })
     }
 
+    /// Does any kept set read attention? (All or none do: every set is
+    /// built from the same configuration.)
+    fn reads_attention(&self) -> bool {
+        self.sets.iter().any(|s| s.reads_attention())
+    }
+
     /// One validated step: `rows` holds one full-cache row per query head,
     /// or is `None` (null attention for every head). Returns the step's
     /// record (spec/heads.md#the-eviction-log).
     fn step(&mut self, first: u64, count: u64, rows: Option<&[&[f32]]>) -> StepRecord {
+        match rows {
+            Some(rows) => self.step_with(first, count, Some(&|h: usize, p: u32| rows[h][p as usize])),
+            None => self.step_with(first, count, None::<&fn(usize, u32) -> f32>),
+        }
+    }
+
+    /// One validated step, each head's weights given by `weight(h, p)` (or
+    /// `None`: null attention for every head). Each set, in set order,
+    /// records its heads' weights at its own kept positions, admits, then
+    /// evicts down to its budget.
+    fn step_with<W: Fn(usize, u32) -> f32>(&mut self, first: u64, count: u64, weight: Option<&W>) -> StepRecord {
         let mut records = Vec::with_capacity(self.sets.len());
         for set in &mut self.sets {
             let query_cache_position = set.kept.len() as u32;
-            if let Some(rows) = rows {
-                set.record_rows(rows, &mut self.gathered);
+            if let Some(weight) = weight {
+                set.record_with(weight, &mut self.gathered);
             }
             set.admit(first, count);
             records.push(set.evict(query_cache_position));
@@ -360,7 +378,19 @@ pub fn run_scenario_with_heads(
                 next += step.admit as u64;
             }
         }
+        Scenario::Trace(params_t) if heads != HeadCounts::ONE => {
+            let mut layer = match Layer::build(name, params, seed, heads) {
+                Ok(l) => l,
+                Err(refusal) => {
+                    refuse(&mut log, refusal, -1);
+                    return log;
+                }
+            };
+            run_multi_head_trace(&mut layer, params_t, heads, &mut log);
+        }
         Scenario::Trace(params_t) => {
+            // One head: the single-head trace, exactly as before heads
+            // existed (spec/trace.md#several-heads, head 0).
             let policy = match policies::build(name, params, seed) {
                 Ok(p) => p,
                 Err(refusal) => {
@@ -368,10 +398,6 @@ pub fn run_scenario_with_heads(
                     return log;
                 }
             };
-            if heads != HeadCounts::ONE {
-                refuse(&mut log, Refusal::new(Category::InvalidHeads, "a generated trace has one head"), -1);
-                return log;
-            }
             let mut engine = Engine::new(policy);
             let mut gen = TraceGenerator::new(params_t.clone());
             let mut gathered: Vec<f32> = Vec::new();
@@ -390,6 +416,34 @@ pub fn run_scenario_with_heads(
         }
     }
     log
+}
+
+/// A generated trace of several heads (spec/trace.md#several-heads): query
+/// head `h` has its own generator, of `params.for_head(h)` (head 0 is the
+/// trace itself), streamed as one head's is (spec/trace.md#streaming). Step
+/// `t` admits position `t`, and each set records each of its heads' weights
+/// at the set's own kept positions. Generated weights are valid by
+/// construction and positions stay below 2^31, so no step is refused.
+/// A policy that reads no attention builds no generator: its one set
+/// records nothing.
+fn run_multi_head_trace(layer: &mut Layer, params: &TraceParams, heads: HeadCounts, log: &mut EvictionLog) {
+    let mut gens: Vec<TraceGenerator> = if layer.reads_attention() {
+        (0..heads.query).map(|h| TraceGenerator::new(params.for_head(h))).collect()
+    } else {
+        Vec::new()
+    };
+    for t in 0..params.steps as u64 {
+        let record = if gens.is_empty() {
+            layer.step_with(t, 1, None::<&fn(usize, u32) -> f32>)
+        } else {
+            for g in &mut gens {
+                g.begin_step(t);
+            }
+            let gens = &gens;
+            layer.step_with(t, 1, Some(&|h: usize, p: u32| gens[h].weight(p as u64)))
+        };
+        log.steps.push(record);
+    }
 }
 
 /// The checks of spec/harness.md#refusals for one step of a scenario with
@@ -992,13 +1046,107 @@ mod heads_tests {
         assert_eq!((rejection(&log), log.steps.len()), (al, 1));
     }
 
+    /// The attention policies with small budgets, so that a 300-step
+    /// canonical trace evicts from step 24 on.
+    fn trace_policies() -> Vec<(&'static str, Vec<(&'static str, i64)>)> {
+        vec![
+            ("h2o", vec![("budget", 24), ("recent_window", 4)]),
+            ("tova", vec![("budget", 24), ("recent_window", 4)]),
+            ("snapkv", vec![("budget", 24), ("recent_window", 4), ("obs_window", 8), ("pool_kernel", 3)]),
+        ]
+    }
+
+    fn with(p: &[(&'static str, i64)], more: &[(&'static str, i64)]) -> Vec<(String, i64)> {
+        params(&p.iter().chain(more).copied().collect::<Vec<_>>())
+    }
+
     #[test]
-    fn directly_given_trace_with_heads_is_refused() {
+    fn trace_head_0_at_query_head_is_the_single_head_trace() {
+        // spec/trace.md#several-heads: head 0 of every multi-head trace is
+        // the single-head trace, and each head's generator streams as one
+        // head's does. So at granularity query_head, set 0 keeps exactly
+        // what the single-head trace keeps, step for step (victims, counts,
+        // cut), and set h what a single-head trace of head h's
+        // configuration keeps.
+        let base = TraceParams::canonical(300);
+        for (policy, p) in trace_policies() {
+            let multi = run_scenario_with_heads(
+                policy,
+                &with(&p, &[("granularity", 2)]),
+                0,
+                hc(4, 2),
+                &Scenario::Trace(base.clone()),
+            );
+            assert!(multi.rejection.is_none(), "{policy}: {:?}", multi.rejection);
+            assert_eq!(multi.steps.len(), 300);
+            let single = run_scenario(policy, &params(&p), 0, &Scenario::Trace(base.clone()));
+            assert!(single.steps.iter().any(|r| !r.victims.is_empty()));
+            let set = |h: usize| multi.steps.iter().map(|r| r.sets[h].clone()).collect::<Vec<_>>();
+            assert_eq!(set(0), single.steps, "{policy}: head 0");
+            for h in 1..4 {
+                let own = run_scenario(policy, &params(&p), 0, &Scenario::Trace(base.for_head(h as u32)));
+                assert_eq!(set(h), own.steps, "{policy}: head {h}");
+                // The roles change what a head keeps.
+                assert_ne!(set(h), set(0), "{policy}: head {h}");
+            }
+            // The step's own fields are empty with several sets.
+            assert!(multi.steps.iter().all(|r| r.victims.is_empty() && r.cut.is_empty() && r.kept_count == 0));
+        }
+    }
+
+    #[test]
+    fn trace_sets_by_granularity() {
+        // Hq 4, Hkv 2 over the canonical trace: layer logs one set in the
+        // step's own fields; kv_head two sets; without GQA (Hkv = Hq)
+        // kv_head and query_head are the same sets. A set of several heads
+        // keeps what none of its heads alone would (the heads' roles
+        // differ), so kv_head's set 0 differs from query_head's set 0.
+        let base = Scenario::Trace(TraceParams::canonical(300));
+        for (policy, p) in trace_policies() {
+            let run_g = |g: i64, heads| run_scenario_with_heads(policy, &with(&p, &[("granularity", g)]), 0, heads, &base);
+            let layer = run_g(0, hc(4, 2));
+            assert!(layer.rejection.is_none() && layer.steps.iter().all(|r| r.sets.is_empty()), "{policy}");
+            assert_eq!(layer.steps[299].kept_count, 24);
+            let kv = run_g(1, hc(4, 2));
+            assert!(kv.steps.iter().all(|r| r.sets.len() == 2), "{policy}");
+            let q = run_g(2, hc(4, 2));
+            let set0 = |log: &EvictionLog| log.steps.iter().map(|r| r.sets[0].clone()).collect::<Vec<_>>();
+            assert_ne!(set0(&kv), set0(&q), "{policy}");
+            assert_eq!(run_g(1, hc(4, 4)), run_g(2, hc(4, 4)), "{policy}");
+            // The default granularity is kv_head.
+            assert_eq!(run_scenario_with_heads(policy, &params(&p), 0, hc(4, 2), &base), kv, "{policy}");
+        }
+    }
+
+    #[test]
+    fn trace_with_heads_for_policies_that_read_no_attention() {
+        // One set covering every head, logged in the step's own fields:
+        // the same log as the single-head trace.
+        let base = Scenario::Trace(TraceParams::canonical(200));
+        for (policy, p) in [
+            ("full", vec![]),
+            ("window", vec![("budget", 16)]),
+            ("streamingllm", vec![("budget", 16), ("sinks", 4)]),
+            ("random", vec![("budget", 16), ("recent_window", 2)]),
+        ] {
+            let one = run_scenario(policy, &params(&p), 7, &base);
+            for heads in [hc(2, 1), hc(4, 2), hc(3, 3)] {
+                assert_eq!(run_scenario_with_heads(policy, &params(&p), 7, heads, &base), one, "{policy} {heads:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn directly_given_trace_with_heads() {
+        // The configuration is checked first, then the trace runs with its
+        // heads (no refusal for a trace of several heads since spec 0.5.0).
         let trace = Scenario::Trace(crate::trace::TraceParams::canonical(4));
-        let log = run_scenario_with_heads("window", &params(&[("budget", 2)]), 0, hc(2, 1), &trace);
-        assert_eq!(rejection(&log), Some((Category::InvalidHeads, -1)));
-        // The configuration first.
         let log = run_scenario_with_heads("window", &params(&[("budget", 0)]), 0, hc(2, 1), &trace);
         assert_eq!(rejection(&log), Some((Category::InvalidParameter, -1)));
+        let log = run_scenario_with_heads("h2o", &params(&[("budget", 2), ("recent_window", 0)]), 0, hc(2, 2), &trace);
+        assert_eq!(rejection(&log), None);
+        assert_eq!(log.steps.len(), 4);
+        assert!(log.steps.iter().all(|r| r.sets.len() == 2));
+        assert_eq!(log.steps[3].sets.iter().map(|s| (s.kept_count, s.query_cache_position)).collect::<Vec<_>>(), vec![(2, 2); 2]);
     }
 }

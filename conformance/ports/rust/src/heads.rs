@@ -20,10 +20,12 @@ impl HeadCounts {
     pub const ONE: HeadCounts = HeadCounts { query: 1, kv: 1 };
 
     /// The checks of spec/heads.md#head-counts, in order: `query_heads` in
-    /// range, `kv_heads` in range, `kv_heads` divides `query_heads`; then a
-    /// generated trace has one head. An absent count is 1. Every failure is
-    /// `INVALID_HEADS`.
-    pub fn check(query_heads: Option<u32>, kv_heads: Option<u32>, has_trace: bool) -> Result<HeadCounts> {
+    /// range, `kv_heads` in range, `kv_heads` divides `query_heads`. An
+    /// absent count is 1. Every failure is `INVALID_HEADS`. The same checks
+    /// hold whether the scenario has steps, a trace or neither: since spec
+    /// 0.5.0 a generated trace may have several heads
+    /// (spec/trace.md#several-heads).
+    pub fn check(query_heads: Option<u32>, kv_heads: Option<u32>) -> Result<HeadCounts> {
         let query = query_heads.unwrap_or(1);
         let kv = kv_heads.unwrap_or(1);
         if !(1..=MAX_HEADS).contains(&query) {
@@ -34,11 +36,6 @@ impl HeadCounts {
         }
         if !query.is_multiple_of(kv) {
             return Err(invalid(format!("kv_heads must divide query_heads, got kv_heads {kv}, query_heads {query}")));
-        }
-        if has_trace && (query != 1 || kv != 1) {
-            return Err(invalid(format!(
-                "a generated trace has one head, got query_heads {query}, kv_heads {kv}"
-            )));
         }
         Ok(HeadCounts { query, kv })
     }
@@ -149,44 +146,40 @@ pub fn combine(per_head: &[Vec<f64>], aggregation: Aggregation) -> Vec<f64> {
 mod tests {
     use super::*;
 
-    fn cat(q: Option<u32>, kv: Option<u32>, trace: bool) -> Option<Category> {
-        HeadCounts::check(q, kv, trace).err().map(|r| r.category)
+    fn cat(q: Option<u32>, kv: Option<u32>) -> Option<Category> {
+        HeadCounts::check(q, kv).err().map(|r| r.category)
     }
 
     #[test]
     fn head_counts_default_to_one() {
-        assert_eq!(HeadCounts::check(None, None, false).unwrap(), HeadCounts::ONE);
-        assert_eq!(HeadCounts::check(None, None, true).unwrap(), HeadCounts::ONE);
-        assert_eq!(HeadCounts::check(Some(1), Some(1), true).unwrap(), HeadCounts::ONE);
-        assert_eq!(HeadCounts::check(Some(8), None, false).unwrap(), HeadCounts { query: 8, kv: 1 });
-        assert_eq!(HeadCounts::check(Some(1024), Some(1024), false).unwrap(), HeadCounts { query: 1024, kv: 1024 });
+        assert_eq!(HeadCounts::check(None, None).unwrap(), HeadCounts::ONE);
+        assert_eq!(HeadCounts::check(Some(1), Some(1)).unwrap(), HeadCounts::ONE);
+        assert_eq!(HeadCounts::check(Some(8), None).unwrap(), HeadCounts { query: 8, kv: 1 });
+        assert_eq!(HeadCounts::check(Some(4), Some(2)).unwrap(), HeadCounts { query: 4, kv: 2 });
+        assert_eq!(HeadCounts::check(Some(1024), Some(1024)).unwrap(), HeadCounts { query: 1024, kv: 1024 });
     }
 
     #[test]
     fn head_count_refusals() {
         let h = Some(Category::InvalidHeads);
-        assert_eq!(cat(Some(0), None, false), h);
-        assert_eq!(cat(Some(1025), None, false), h);
-        assert_eq!(cat(None, Some(0), false), h);
-        assert_eq!(cat(Some(4), Some(1025), false), h);
+        assert_eq!(cat(Some(0), None), h);
+        assert_eq!(cat(Some(1025), None), h);
+        assert_eq!(cat(None, Some(0)), h);
+        assert_eq!(cat(Some(4), Some(1025)), h);
         // kv_heads above query_heads does not divide it.
-        assert_eq!(cat(None, Some(2), false), h);
-        assert_eq!(cat(Some(6), Some(4), false), h);
-        // A trace has one head.
-        assert_eq!(cat(Some(2), None, true), h);
-        assert_eq!(cat(Some(2), Some(2), true), h);
+        assert_eq!(cat(None, Some(2)), h);
+        assert_eq!(cat(Some(6), Some(4)), h);
     }
 
     #[test]
     fn head_count_check_order() {
-        // query_heads, then kv_heads, then the division, then the trace.
-        let msg = |q, kv, t| HeadCounts::check(q, kv, t).unwrap_err().message;
-        assert!(msg(Some(0), Some(0), false).starts_with("query_heads"));
-        assert!(msg(Some(0), Some(3), false).starts_with("query_heads"));
-        assert!(msg(Some(3), Some(0), true).starts_with("kv_heads must be in"));
-        assert!(msg(Some(2), Some(2000), true).starts_with("kv_heads must be in"));
-        assert!(msg(Some(3), Some(2), true).starts_with("kv_heads must divide"));
-        assert!(msg(Some(4), Some(2), true).starts_with("a generated trace"));
+        // query_heads, then kv_heads, then the division.
+        let msg = |q, kv| HeadCounts::check(q, kv).unwrap_err().message;
+        assert!(msg(Some(0), Some(0)).starts_with("query_heads"));
+        assert!(msg(Some(0), Some(3)).starts_with("query_heads"));
+        assert!(msg(Some(3), Some(0)).starts_with("kv_heads must be in"));
+        assert!(msg(Some(2), Some(2000)).starts_with("kv_heads must be in"));
+        assert!(msg(Some(3), Some(2)).starts_with("kv_heads must divide"));
     }
 
     #[test]

@@ -135,7 +135,7 @@ fn run_request(req: &conf::Request) -> conf::response::Result {
             "a scenario has either steps or a trace, not both".into(),
         ));
     }
-    let heads = match HeadCounts::check(sc.query_heads, sc.kv_heads, sc.trace.is_some()) {
+    let heads = match HeadCounts::check(sc.query_heads, sc.kv_heads) {
         Ok(h) => h,
         Err(r) => return R::Log(config_rejection(r.category, r.message)),
     };
@@ -239,7 +239,8 @@ mod tests {
         let mut both = steps_scenario(Some(0), None);
         both.trace = Some(kv::TraceConfig { steps: Some(4), ..Default::default() });
         assert_eq!(rejection_of(window(2), both), Some((trace, -1)));
-        // The head counts (and a trace's one head) before the trace's parameters.
+        // The head counts before the trace's parameters; a trace may have
+        // several heads (spec/trace.md#several-heads).
         let traced = |q: Option<u32>, kv: Option<u32>, tc: kv::TraceConfig| kv::Scenario {
             id: "t".into(),
             steps: vec![],
@@ -249,11 +250,25 @@ mod tests {
         };
         let no_steps = kv::TraceConfig::default();
         assert_eq!(rejection_of(window(2), traced(Some(0), None, no_steps)), Some((heads, -1)));
-        assert_eq!(rejection_of(window(2), traced(Some(2), Some(2), no_steps)), Some((heads, -1)));
+        assert_eq!(rejection_of(window(2), traced(Some(4), Some(3), no_steps)), Some((heads, -1)));
+        assert_eq!(rejection_of(window(2), traced(Some(2), Some(2), no_steps)), Some((trace, -1)));
         assert_eq!(rejection_of(window(2), traced(Some(1), Some(1), no_steps)), Some((trace, -1)));
         let four = kv::TraceConfig { steps: Some(4), ..Default::default() };
-        assert_eq!(rejection_of(window(2), traced(Some(2), None, four)), Some((heads, -1)));
+        assert_eq!(rejection_of(window(2), traced(Some(2), None, four)), None);
+        assert_eq!(rejection_of(window(2), traced(Some(4), Some(2), four)), None);
         assert_eq!(rejection_of(window(2), traced(Some(1), None, four)), None);
+        // The base configuration is validated, never a head's: a mass of 1
+        // is in range, and head 1's sink_mass of 4 is not checked.
+        let heavy = kv::TraceConfig { steps: Some(8), sink_mass: Some(1.0), ..Default::default() };
+        let h2o = kv::PolicyConfig {
+            name: "h2o".into(),
+            parameters: vec![
+                kv::Parameter { name: "budget".into(), value: 4 },
+                kv::Parameter { name: "recent_window".into(), value: 1 },
+            ],
+            seed: 0,
+        };
+        assert_eq!(rejection_of(h2o, traced(Some(4), Some(2), heavy)), None);
     }
 
     #[test]

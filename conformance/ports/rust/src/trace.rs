@@ -113,6 +113,59 @@ impl TraceParams {
     }
 }
 
+/// The salt of a head's seed: `seed_h = mix64(seed ^ HEAD_SALT ^ h)`
+/// (spec/trace.md#several-heads).
+pub const HEAD_SALT: u64 = 0x3c6ef372fe94f82b;
+
+/// What head `h >= 1` of a multi-head trace does: role `(h - 1) mod 3`
+/// multiplies one mass by 4 (spec/trace.md#several-heads).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeadRole {
+    /// Role 0 (heads 1, 4, 7, ...): `sink_mass` times 4.
+    Sinks,
+    /// Role 1 (heads 2, 5, 8, ...): `recent_mass` times 4.
+    Recent,
+    /// Role 2 (heads 3, 6, 9, ...): `heavy_mass` times 4.
+    Heavy,
+}
+
+impl HeadRole {
+    /// The role of query head `h`; `None` for head 0, which is the trace
+    /// itself.
+    pub fn of(h: u32) -> Option<HeadRole> {
+        match h {
+            0 => None,
+            _ => Some(match (h - 1) % 3 {
+                0 => HeadRole::Sinks,
+                1 => HeadRole::Recent,
+                _ => HeadRole::Heavy,
+            }),
+        }
+    }
+}
+
+impl TraceParams {
+    /// The configuration of query head `h` of a multi-head trace
+    /// (spec/trace.md#several-heads): head 0 is `self` unchanged; head
+    /// `h >= 1` has `seed_h = mix64(seed ^ HEAD_SALT ^ h)` and its role's
+    /// mass multiplied by 4 (exact in binary64), every other parameter the
+    /// trace's. Not validated: the bounds of spec/trace.md#parameters apply
+    /// to the configuration as given (`self`, already checked), and a
+    /// multiplied mass may exceed 1.
+    pub fn for_head(&self, h: u32) -> TraceParams {
+        let mut p = self.clone();
+        if let Some(role) = HeadRole::of(h) {
+            p.seed = mix64(self.seed ^ HEAD_SALT ^ h as u64);
+            match role {
+                HeadRole::Sinks => p.sink_mass = 4.0 * self.sink_mass,
+                HeadRole::Recent => p.recent_mass = 4.0 * self.recent_mass,
+                HeadRole::Heavy => p.heavy_mass = 4.0 * self.heavy_mass,
+            }
+        }
+        p
+    }
+}
+
 /// `unit(x) = (x >> 11) * 2^-53` (spec/trace.md#hashes).
 #[inline]
 pub fn unit(x: u64) -> f64 {
@@ -317,6 +370,135 @@ mod tests {
         let mut v: Vec<u64> = g.heavy.keys().copied().collect();
         v.sort();
         assert_eq!(v, hh);
+    }
+
+    /// Seeds computed by hand from spec/trace.md#several-heads:
+    /// `mix64(1 ^ 0x3c6ef372fe94f82b ^ h)` (mix64 written out
+    /// independently from spec/trace.md#hashes).
+    const SEED_1: [u64; 5] = [1, 0xbeeb8da1658eec67, 0xba56949915dcf9e9, 0xe99ff867dbf682c9, 0xe474c66a4b98b030];
+
+    #[test]
+    fn head_roles() {
+        use HeadRole::*;
+        let roles: Vec<Option<HeadRole>> = (0..8).map(HeadRole::of).collect();
+        assert_eq!(roles, vec![None, Some(Sinks), Some(Recent), Some(Heavy), Some(Sinks), Some(Recent), Some(Heavy), Some(Sinks)]);
+        assert_eq!(HeadRole::of(1023), Some(Heavy)); // (1023 - 1) mod 3 = 2
+    }
+
+    #[test]
+    fn head_configurations_0_to_4() {
+        let base = TraceParams::canonical(768);
+        // Head 0 is the trace itself.
+        assert_eq!(base.for_head(0), base);
+        let with = |seed, sink_mass, recent_mass, heavy_mass| TraceParams {
+            seed,
+            sink_mass,
+            recent_mass,
+            heavy_mass,
+            ..TraceParams::canonical(768)
+        };
+        // Head 1, role 0: sinks times 4. Head 2, role 1: recent. Head 3,
+        // role 2: heavy. Head 4, role 0 again.
+        assert_eq!(base.for_head(1), with(SEED_1[1], 2.0, 0.125, 0.25));
+        assert_eq!(base.for_head(2), with(SEED_1[2], 0.5, 0.5, 0.25));
+        assert_eq!(base.for_head(3), with(SEED_1[3], 0.5, 0.125, 1.0));
+        assert_eq!(base.for_head(4), with(SEED_1[4], 2.0, 0.125, 0.25));
+        // Another seed and other masses: seed 42, head 7 (role 0) and
+        // head 5 (role 1); mix64(42 ^ 0x3c6ef372fe94f82b ^ 7) and ^ 5.
+        let mut b = TraceParams::canonical(10);
+        b.seed = 42;
+        b.sink_mass = 0.75;
+        b.recent_mass = 1.0;
+        b.heavy_mass = 0.0;
+        let h7 = b.for_head(7);
+        assert_eq!((h7.seed, h7.sink_mass, h7.recent_mass, h7.heavy_mass), (0x1cb420958e16fc77, 3.0, 1.0, 0.0));
+        let h5 = b.for_head(5);
+        assert_eq!((h5.seed, h5.sink_mass, h5.recent_mass, h5.heavy_mass), (0x037bcbfe5d778899, 0.75, 4.0, 0.0));
+        let h6 = b.for_head(6);
+        assert_eq!(h6.heavy_mass.to_bits(), 0.0f64.to_bits()); // 4 * +0.0 = +0.0
+        // Every other parameter is the trace's.
+        for h in 0..8 {
+            let q = b.for_head(h);
+            assert_eq!(
+                (q.steps, q.sinks, q.recent_length, q.recent_decay, q.heavy_count, q.epoch_length, q.background_mass, q.noise),
+                (b.steps, b.sinks, b.recent_length, b.recent_decay, b.heavy_count, b.epoch_length, b.background_mass, b.noise),
+                "head {h}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_role_head_row_from_the_formulas() {
+        // Head 2 (role 1, recent_mass 0.125 * 4 = 0.5) of a trace with no
+        // sinks, recent_length 2, no heavy hitters and no noise, at step 3:
+        // recent positions 1, 2 (norm 1 + 0.5 = 1.5): position 2 gets
+        // 0.5 * 1 / 1.5, position 1 gets 0.5 * 0.5 / 1.5; M_3 = 0.5 + 0.125;
+        // the background uses head 2's own salience (seed SEED_1[2]).
+        let mut base = TraceParams::canonical(4);
+        base.sinks = 0;
+        base.recent_length = 2;
+        base.heavy_count = 0;
+        base.noise = 0.0;
+        let mut g = TraceGenerator::new(base.for_head(2));
+        for t in 0..=3 {
+            g.begin_step(t);
+        }
+        let sal = |p| salience(SEED_1[2], p);
+        let z = sal(0) + sal(1) + sal(2);
+        let bg = |p| (((0.125 * sal(p)) / z) as f32) as f64;
+        let m = 0.5 + 0.125;
+        let want = [
+            ((0.0 + bg(0)) / m) as f32,
+            ((0.0 + (0.5 * 0.5) / 1.5 + bg(1)) / m) as f32,
+            ((0.0 + (0.5 * 1.0) / 1.5 + bg(2)) / m) as f32,
+        ];
+        let got = g.row();
+        assert_eq!(got.iter().map(|w| w.to_bits()).collect::<Vec<_>>(), want.iter().map(|w| w.to_bits()).collect::<Vec<_>>());
+        // Head 0's background is the trace seed's: a different row.
+        let mut g0 = TraceGenerator::new(base.for_head(0));
+        for t in 0..=3 {
+            g0.begin_step(t);
+        }
+        assert_ne!(g0.row()[0].to_bits(), got[0].to_bits());
+    }
+
+    #[test]
+    fn role_shares_of_the_canonical_masses() {
+        // spec/trace.md#several-heads: once every part is present (step 600,
+        // epoch 1), a part's share is its mass over M_t: head 0 puts 0.5 on
+        // the sinks, 0.125 on the recent positions and 0.25 on the heavy
+        // hitters; role 0 puts 2 / 2.5 on the sinks, role 1 0.5 / 1.375 on
+        // the recent positions, role 2 1 / 1.75 on the heavy hitters. The
+        // background adds a little to each (without noise, exactly its
+        // share of 0.125 / M_t spread over 600 positions).
+        let mut base = TraceParams::canonical(601);
+        base.noise = 0.0;
+        let shares = |h: u32| {
+            let mut g = TraceGenerator::new(base.for_head(h));
+            for t in 0..=600 {
+                g.begin_step(t);
+            }
+            let row = g.row();
+            let sum = |ps: &mut dyn Iterator<Item = u64>| ps.map(|p| row[p as usize] as f64).sum::<f64>();
+            let heavy: Vec<u64> = g.heavy.keys().copied().collect();
+            assert!(heavy.iter().all(|&p| (4..512).contains(&p)), "head {h}: {heavy:?}");
+            (sum(&mut (0..4u64)), sum(&mut (592..600u64)), sum(&mut heavy.clone().into_iter()), heavy)
+        };
+        let near = |got: f64, want: f64| got >= want - 1e-6 && got <= want + 0.01;
+        let (s0, r0, h0, hh0) = shares(0);
+        assert!(near(s0, 0.5) && near(r0, 0.125) && near(h0, 0.25), "{s0} {r0} {h0}");
+        let (s1, _, _, hh1) = shares(1);
+        assert!(near(s1, 2.0 / 2.5), "{s1}");
+        let (_, r2, _, _) = shares(2);
+        assert!(near(r2, 0.5 / 1.375), "{r2}");
+        let (_, _, h3, _) = shares(3);
+        assert!(near(h3, 1.0 / 1.75), "{h3}");
+        // Each head draws its own heavy hitters.
+        let sorted = |mut v: Vec<u64>| {
+            v.sort();
+            v
+        };
+        assert_ne!(sorted(hh0), sorted(hh1));
     }
 
     #[test]
