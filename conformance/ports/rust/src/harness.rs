@@ -3,8 +3,8 @@
 //! one kept set per granularity unit. Spec: spec/harness.md, spec/heads.md.
 
 use crate::error::{Category, Refusal, Result};
-use crate::heads::{combine, sets_of, Aggregation, HeadCounts};
-use crate::policies::{self, rank, Policy};
+use crate::heads::{combine, floor_of, sets_of, shared_victim_counts, Aggregation, HeadCounts, Pair};
+use crate::policies::{self, rank, Policy, Selection};
 use crate::trace::{TraceGenerator, TraceParams};
 
 /// The highest position (spec/harness.md#positions).
@@ -136,41 +136,58 @@ impl KeptSet {
             if n > budget {
                 let k = (n - budget) as usize;
                 let sel = if self.states[0].scores().is_some() {
-                    let per_head: Vec<Vec<f64>> = self.states.iter().map(|s| s.scores().unwrap()).collect();
-                    let combined = if per_head.len() == 1 {
-                        // (+0.0 + x) / 1 and max(x) are x, bit for bit.
-                        per_head.into_iter().next().unwrap()
-                    } else {
-                        combine(&per_head, self.aggregation)
-                    };
-                    let candidates = self.kept.len() - self.states[0].recent_window();
-                    rank(&self.kept, &combined, candidates, k)
+                    rank(&self.kept, &self.combined_scores(), self.candidates(), k)
                 } else {
                     self.states[0].choose_victims(&self.kept, k)
                 };
-                assert_eq!(sel.victims.len(), k, "{} chose the wrong number of victims", self.states[0].name());
-                record.cut = sel.cut.iter().map(|&(slot, s)| (self.kept[slot], s)).collect();
-                let mut evicted = vec![false; self.kept.len()];
-                for &slot in &sel.victims {
-                    evicted[slot] = true;
-                }
-                for state in &mut self.states {
-                    state.remove(&evicted);
-                }
-                let mut w = 0;
-                for slot in 0..self.kept.len() {
-                    if evicted[slot] {
-                        record.victims.push(self.kept[slot]);
-                    } else {
-                        self.kept[w] = self.kept[slot];
-                        w += 1;
-                    }
-                }
-                self.kept.truncate(w);
+                self.remove(sel, k, &mut record);
             }
         }
         record.kept_count = self.kept.len() as u32;
         record
+    }
+
+    /// A score-based set's combined score of every kept slot
+    /// (spec/heads.md#combining-heads-at-ranking-time).
+    fn combined_scores(&self) -> Vec<f64> {
+        let per_head: Vec<Vec<f64>> = self.states.iter().map(|s| s.scores().unwrap()).collect();
+        if per_head.len() == 1 {
+            // (+0.0 + x) / 1 and max(x) are x, bit for bit.
+            per_head.into_iter().next().unwrap()
+        } else {
+            combine(&per_head, self.aggregation)
+        }
+    }
+
+    /// How many kept slots, from the oldest, are candidates: those outside
+    /// the set's own recent window (spec/harness.md#protected-positions).
+    /// Under a shared budget a set may keep fewer than its window.
+    fn candidates(&self) -> usize {
+        self.kept.len().saturating_sub(self.states[0].recent_window())
+    }
+
+    /// Remove the `k` victims of `sel` from the set and every head's state,
+    /// logging them ascending and the cut in `record`.
+    fn remove(&mut self, sel: Selection, k: usize, record: &mut StepRecord) {
+        assert_eq!(sel.victims.len(), k, "{} chose the wrong number of victims", self.states[0].name());
+        record.cut = sel.cut.iter().map(|&(slot, s)| (self.kept[slot], s)).collect();
+        let mut evicted = vec![false; self.kept.len()];
+        for &slot in &sel.victims {
+            evicted[slot] = true;
+        }
+        for state in &mut self.states {
+            state.remove(&evicted);
+        }
+        let mut w = 0;
+        for slot in 0..self.kept.len() {
+            if evicted[slot] {
+                record.victims.push(self.kept[slot]);
+            } else {
+                self.kept[w] = self.kept[slot];
+                w += 1;
+            }
+        }
+        self.kept.truncate(w);
     }
 }
 
@@ -238,6 +255,9 @@ impl Engine {
 /// order.
 pub struct Layer {
     sets: Vec<KeptSet>,
+    /// With `adaptive` 1 and at least two sets: the set budget and the
+    /// floor of the shared budget (spec/heads.md#head-adaptive-budgets).
+    shared: Option<SharedBudget>,
     /// Scratch for gathering a head's row.
     gathered: Vec<f32>,
 }
@@ -249,7 +269,9 @@ impl Layer {
     /// same configuration.
     pub fn build(name: &str, params: &[(String, i64)], seed: u64, heads: HeadCounts) -> Result<Self> {
         let first = policies::build(name, params, seed)?;
-        let sets = match first.head_options() {
+        let options = first.head_options();
+        let budget = first.budget();
+        let sets = match options {
             None => vec![KeptSet::new((0..heads.query as usize).collect(), vec![first], Aggregation::Mean)],
             Some(opts) => {
                 let mut first = Some(first);
@@ -267,7 +289,15 @@ impl Layer {
                 sets
             }
         };
-        Ok(Layer { sets, gathered: Vec::new() })
+        // One set: `adaptive` changes nothing (L = budget, and the floor
+        // never binds).
+        let shared = match (options, budget) {
+            (Some(o), Some(budget)) if o.adaptive && sets.len() >= 2 => {
+                Some(SharedBudget { budget, floor: floor_of(budget, o.safeguard_permille) })
+            }
+            _ => None,
+        };
+        Ok(Layer { sets, shared, gathered: Vec::new() })
     }
 
     /// Does any kept set read attention? (All or none do: every set is
@@ -289,7 +319,8 @@ impl Layer {
     /// One validated step, each head's weights given by `weight(h, p)` (or
     /// `None`: null attention for every head). Each set, in set order,
     /// records its heads' weights at its own kept positions, admits, then
-    /// evicts down to its budget.
+    /// evicts down to its budget; under a shared budget the sets evict
+    /// together once all have admitted.
     fn step_with<W: Fn(usize, u32) -> f32>(&mut self, first: u64, count: u64, weight: Option<&W>) -> StepRecord {
         let mut records = Vec::with_capacity(self.sets.len());
         for set in &mut self.sets {
@@ -298,7 +329,14 @@ impl Layer {
                 set.record_with(weight, &mut self.gathered);
             }
             set.admit(first, count);
-            records.push(set.evict(query_cache_position));
+            if self.shared.is_none() {
+                records.push(set.evict(query_cache_position));
+            } else {
+                records.push(StepRecord { query_cache_position, ..Default::default() });
+            }
+        }
+        if let Some(shared) = self.shared {
+            self.evict_shared(shared, &mut records);
         }
         if records.len() == 1 {
             records.pop().unwrap()
@@ -306,6 +344,47 @@ impl Layer {
             StepRecord { sets: records, ..Default::default() }
         }
     }
+
+    /// The sets' joint eviction under a shared budget
+    /// (spec/heads.md#head-adaptive-budgets): if the sets keep more than
+    /// `budget * S` positions together, the excess goes as (set, position)
+    /// pairs, ranked jointly and walked above each set's floor. Each set
+    /// then loses its lowest candidates in its own ranking, which is the
+    /// joint order restricted to the set, so its victims and cut are those
+    /// of `rank` with the set's victim count; a set that loses nothing
+    /// logs no cut. Fills each set's victims, cut and kept count.
+    fn evict_shared(&mut self, shared: SharedBudget, records: &mut [StepRecord]) {
+        let kept: Vec<u64> = self.sets.iter().map(|s| s.kept.len() as u64).collect();
+        let total: u64 = kept.iter().sum();
+        let layer_budget = shared.budget * self.sets.len() as u64;
+        if total > layer_budget {
+            let scores: Vec<Vec<f64>> = self.sets.iter().map(|s| s.combined_scores()).collect();
+            let mut pairs = Vec::with_capacity(total as usize);
+            for (s, set) in self.sets.iter().enumerate() {
+                for (&position, &score) in set.kept.iter().zip(&scores[s]).take(set.candidates()) {
+                    pairs.push(Pair { score, position, set: s });
+                }
+            }
+            let lost = shared_victim_counts(&mut pairs, &kept, total - layer_budget, shared.floor);
+            for (s, set) in self.sets.iter_mut().enumerate() {
+                if lost[s] > 0 {
+                    let sel = rank(&set.kept, &scores[s], set.candidates(), lost[s]);
+                    set.remove(sel, lost[s], &mut records[s]);
+                }
+            }
+        }
+        for (set, record) in self.sets.iter().zip(records.iter_mut()) {
+            record.kept_count = set.kept.len() as u32;
+        }
+    }
+}
+
+/// The shared budget of `adaptive` 1 (spec/heads.md#head-adaptive-budgets):
+/// each set's `budget` (the layer keeps `budget * S`) and each set's floor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SharedBudget {
+    budget: u64,
+    floor: u64,
 }
 
 /// One step of an explicit scenario, as on the wire: how many it admits,
@@ -1044,6 +1123,228 @@ mod heads_tests {
             vec![ok_first.clone(), ScenarioStep::per_head(1, vec![vec![0.5, 0.5]]), ScenarioStep::per_head(0, vec![])],
         );
         assert_eq!((rejection(&log), log.steps.len()), (al, 1));
+    }
+
+    /// A record of one set: victims, cut, kept count, query position.
+    fn rec(victims: &[u32], cut: &[(u32, f64)], kept_count: u32, query_cache_position: u32) -> StepRecord {
+        StepRecord { victims: victims.to_vec(), kept_count, query_cache_position, cut: cut.to_vec(), sets: vec![] }
+    }
+
+    fn adakv(more: &[(&'static str, i64)]) -> Vec<(&'static str, i64)> {
+        [("budget", 2), ("recent_window", 1), ("granularity", 2), ("adaptive", 1)].iter().chain(more).copied().collect()
+    }
+
+    #[test]
+    fn adakv_worked_example() {
+        // spec/policies/adakv.md, "How it works": h2o, two heads with one
+        // set each, budget 2, recent_window 1, floor max(1, 2 * 200 / 1000)
+        // = 1. A null chunk admits 0 and 1; step 1 gives head 0 (0.5, 0.25)
+        // and head 1 (0.0625, 0.125) and admits 2. The layer keeps 6 of
+        // L = 4: ranked head 1's 0, head 1's 1, head 0's 1, head 0's 0, so
+        // both victims are head 1's.
+        let steps = vec![
+            ScenarioStep::per_head(2, vec![]),
+            ScenarioStep::per_head(1, vec![vec![0.5, 0.25], vec![0.0625, 0.125]]),
+            // Worked on: set 0 keeps 0, 1, 2 (sums 0.5, 0.25, 0), set 1
+            // keeps 2 (sum 0). Head 0 adds (0.5, 0, 0.25), head 1 adds 0.5
+            // at 2; 3 is admitted. Set 0: 0 -> 1.0, 1 -> 0.25, 2 -> 0.25;
+            // set 1: 2 -> 0.5. T = 6, two pairs go: ranked (0.25, 1, set 0),
+            // (0.25, 2, set 0), (0.5, 2, set 1), (1.0, 0, set 0).
+            ScenarioStep::per_head(1, vec![vec![0.5, 0.0, 0.25], vec![0.0, 0.0, 0.5]]),
+        ];
+        for (heads, g) in [(hc(2, 1), 2), (hc(2, 2), 1)] {
+            let mut p = adakv(&[]);
+            p[2] = ("granularity", g);
+            let log = run("h2o", &p, heads, steps.clone());
+            assert!(log.rejection.is_none());
+            assert_eq!(log.steps[0].sets, vec![rec(&[], &[], 2, 0), rec(&[], &[], 2, 0)]);
+            assert_eq!(log.steps[1].sets, vec![rec(&[], &[], 3, 2), rec(&[0, 1], &[(0, 0.0625), (1, 0.125)], 1, 2)]);
+            assert_eq!(
+                log.steps[2].sets,
+                vec![rec(&[1, 2], &[(1, 0.25), (2, 0.25), (0, 1.0)], 2, 3), rec(&[], &[], 2, 1)]
+            );
+            // The step's own fields stay empty with several sets.
+            assert!(log.steps.iter().all(|r| r.victims.is_empty() && r.cut.is_empty() && r.kept_count == 0));
+        }
+        // Without the mode each set evicts its own lowest: head 0 position
+        // 1, head 1 position 0.
+        let log = run("h2o", &[("budget", 2), ("recent_window", 1), ("granularity", 2)], hc(2, 1), steps);
+        assert_eq!(set_victims(&log, 1), vec![vec![1], vec![0]]);
+    }
+
+    /// Budget 4, recent_window 1, two sets: a null chunk of 4, then head 0
+    /// all ones and head 1 (0.125, 0.25, 0.375, 0.5), admitting 4; then
+    /// head 0 all ones and head 1 all zeros, admitting 5.
+    fn floor_steps() -> Vec<ScenarioStep> {
+        vec![
+            ScenarioStep::per_head(4, vec![]),
+            ScenarioStep::per_head(1, vec![vec![1.0; 4], vec![0.125, 0.25, 0.375, 0.5]]),
+            ScenarioStep::per_head(1, vec![vec![1.0; 5], vec![0.0; 5]]),
+        ]
+    }
+
+    #[test]
+    fn adakv_floor_binds() {
+        // Step 1: T = 10 of L = 8. Ranked: set 1's 0 (0.125) and 1 (0.25)
+        // first, and set 1 keeps 3 >= any floor below: set 1 loses 0 and 1.
+        // Step 2: set 0 keeps 0..5 (sums 2, 2, 2, 2, 1, 0), set 1 keeps
+        // 2, 3, 4, 5 (sums 0.375, 0.5, 0, 0). T = 10, two go. Ranked:
+        // (0, 4, set 1), (0.375, 2, set 1), (0.5, 3, set 1), (1, 4, set 0),
+        // (2, 0, set 0), ...
+        let p = |permille: i64| {
+            let mut p = adakv(&[("safeguard_permille", permille)]);
+            p[0] = ("budget", 4);
+            p
+        };
+        // Default floor max(1, 4 * 200 / 1000) = 1: set 1 loses 4 and 2
+        // and keeps 3 and 5.
+        for permille in [200, 250, 499, 1] {
+            let log = run("h2o", &p(permille), hc(2, 2), floor_steps());
+            assert_eq!(log.steps[1].sets[1], rec(&[0, 1], &[(0, 0.125), (1, 0.25), (2, 0.375), (3, 0.5)], 3, 4));
+            assert_eq!(log.steps[2].sets, vec![rec(&[], &[], 6, 5), rec(&[2, 4], &[(4, 0.0), (2, 0.375), (3, 0.5)], 2, 3)]);
+        }
+        // safeguard 0 (floor 0) gives the same here: set 1 is not emptied
+        // beyond its candidates.
+        assert_eq!(run("h2o", &p(0), hc(2, 2), floor_steps()), run("h2o", &p(200), hc(2, 2), floor_steps()));
+        // Floor 4 * 750 / 1000 = 3: set 1 stops at 3 after losing 4, its
+        // 2 and 3 are passed over, and set 0 gives its 4.
+        let log = run("h2o", &p(750), hc(2, 2), floor_steps());
+        assert_eq!(log.steps[1].sets[1].victims, vec![0, 1]);
+        assert_eq!(
+            log.steps[2].sets,
+            vec![
+                rec(&[4], &[(4, 1.0), (0, 2.0), (1, 2.0), (2, 2.0), (3, 2.0)], 5, 5),
+                rec(&[4], &[(4, 0.0), (2, 0.375), (3, 0.5)], 3, 3),
+            ]
+        );
+        // The floor is reached, not crossed: 500 gives floor 2, and set 1
+        // (4 after admitting 5) loses 4 and 2, keeping 2.
+        let log = run("h2o", &p(500), hc(2, 2), floor_steps());
+        assert_eq!(set_victims(&log, 2), vec![vec![], vec![2, 4]]);
+    }
+
+    #[test]
+    fn adakv_safeguard_1000_evicts_as_adaptive_0() {
+        // Floor = budget: every set keeps exactly budget, as without the
+        // mode (the worked steps, then random scenarios for every policy).
+        let p = |adaptive: i64, permille: i64| {
+            let mut p = adakv(&[("safeguard_permille", permille)]);
+            p[0] = ("budget", 4);
+            p[3] = ("adaptive", adaptive);
+            p
+        };
+        let fixed = run("h2o", &p(0, 1000), hc(2, 2), floor_steps());
+        assert_eq!(run("h2o", &p(1, 1000), hc(2, 2), floor_steps()), fixed);
+        // Step 1 by hand: each set loses its own lowest, set 0 its 0 (all
+        // tie at 1.0), set 1 its 0 (0.125).
+        assert_eq!(set_victims(&fixed, 1), vec![vec![0], vec![0]]);
+        assert_ne!(run("h2o", &p(1, 200), hc(2, 2), floor_steps()), fixed);
+        let steps = random_steps(5, 4, 40);
+        let mut differ = 0;
+        for (policy, extra) in [("h2o", vec![]), ("tova", vec![]), ("snapkv", vec![("obs_window", 3), ("pool_kernel", 3)])] {
+            for g in 1..3 {
+                for agg in 0..3 {
+                    let base = [("budget", 5), ("recent_window", 2), ("granularity", g), ("aggregation", agg)];
+                    let mut fixed_p = base.to_vec();
+                    fixed_p.extend(extra.iter().cloned());
+                    let mut shared_p = fixed_p.clone();
+                    shared_p.extend([("adaptive", 1), ("safeguard_permille", 1000)]);
+                    let fixed = run(policy, &fixed_p, hc(4, 2), steps.clone());
+                    assert!(fixed.rejection.is_none());
+                    assert_eq!(run(policy, &shared_p, hc(4, 2), steps.clone()), fixed, "{policy} {g} {agg}");
+                    // The default floor (1) shares the budget: the layer
+                    // keeps at most budget * S, each set at least its
+                    // floor, and the sets' kept counts come to differ (not
+                    // always: h2o here evicts every set's newest candidates).
+                    shared_p.pop();
+                    let shared = run(policy, &shared_p, hc(4, 2), steps.clone());
+                    let s = shared.steps[0].sets.len() as u32;
+                    for r in &shared.steps {
+                        let total: u32 = r.sets.iter().map(|x| x.kept_count).sum();
+                        assert!(total <= 5 * s);
+                        assert!(r.sets.iter().all(|x| x.kept_count >= 1));
+                    }
+                    differ += shared.steps.iter().any(|r| r.sets.iter().any(|x| x.kept_count != r.sets[0].kept_count)) as usize;
+                }
+            }
+        }
+        assert!(differ >= 6, "{differ}");
+    }
+
+    #[test]
+    fn adakv_ties_across_sets() {
+        // Budget 3, recent_window 1, two sets: a null chunk of 3, then one
+        // step admitting 3. T = 8 of L = 6: two pairs go.
+        let p = adakv(&[]).iter().map(|&(n, v)| if n == "budget" { (n, 3) } else { (n, v) }).collect::<Vec<_>>();
+        let steps = |h0: Vec<f32>, h1: Vec<f32>| vec![ScenarioStep::per_head(3, vec![]), ScenarioStep::per_head(1, vec![h0, h1])];
+        // Set 0 scores (0.75, 1, 0.25), set 1 (0.0625, 0.75, 0.25). Ranked:
+        // (0.0625, 0, set 1), then 0.25 at position 2 in both sets: the
+        // lower set goes first, so set 0 loses 2, set 1 keeps its 2.
+        let log = run("h2o", &p, hc(2, 2), steps(vec![0.75, 1.0, 0.25], vec![0.0625, 0.75, 0.25]));
+        assert_eq!(
+            log.steps[1].sets,
+            vec![
+                rec(&[2], &[(2, 0.25), (0, 0.75), (1, 1.0)], 3, 3),
+                rec(&[0], &[(0, 0.0625), (2, 0.25), (1, 0.75)], 3, 3),
+            ]
+        );
+        // The heads swapped: (0.0625, 0, set 0), (0.25, 2, set 0), then
+        // set 1's 2: set 0 loses both, set 1 nothing.
+        let log = run("h2o", &p, hc(2, 2), steps(vec![0.0625, 0.75, 0.25], vec![0.75, 1.0, 0.25]));
+        assert_eq!(
+            log.steps[1].sets,
+            vec![rec(&[0, 2], &[(0, 0.0625), (2, 0.25), (1, 0.75)], 2, 3), rec(&[], &[], 4, 3)]
+        );
+        // Position before set: set 1's 0.25 at position 1 goes before set
+        // 0's 0.25 at position 2 (and set 0's 0.0625 at 0 first).
+        let log = run("h2o", &p, hc(2, 2), steps(vec![0.0625, 0.75, 0.25], vec![0.75, 0.25, 0.5]));
+        assert_eq!(set_victims(&log, 1), vec![vec![0], vec![1]]);
+        // Equal scores everywhere: position 0 of both sets (position before
+        // set, then the lower set never takes a second).
+        let log = run("h2o", &p, hc(2, 2), steps(vec![0.5; 3], vec![0.5; 3]));
+        assert_eq!(set_victims(&log, 1), vec![vec![0], vec![0]]);
+    }
+
+    #[test]
+    fn adakv_with_one_set_changes_nothing() {
+        let steps = random_steps(9, 4, 30);
+        for policy in ["h2o", "tova", "snapkv"] {
+            let base = [("budget", 4), ("recent_window", 1), ("granularity", 0)];
+            let fixed = run(policy, &base, hc(4, 2), steps.clone());
+            assert!(fixed.steps.iter().any(|r| !r.victims.is_empty()));
+            for permille in [0, 200, 1000] {
+                let mut p = base.to_vec();
+                p.extend([("adaptive", 1), ("safeguard_permille", permille)]);
+                assert_eq!(run(policy, &p, hc(4, 2), steps.clone()), fixed, "{policy} {permille}");
+            }
+        }
+    }
+
+    #[test]
+    fn adakv_parameters() {
+        let cat = |name: &str, p: &[(&str, i64)]| {
+            crate::policies::build(name, &params(p), 0).err().map(|r| (r.category, r.message))
+        };
+        for policy in ["h2o", "tova", "snapkv"] {
+            for (n, v) in [("adaptive", -1), ("adaptive", 2), ("safeguard_permille", -1), ("safeguard_permille", 1001)] {
+                let m = cat(policy, &[("budget", 32), (n, v)]).unwrap();
+                assert_eq!(m.0, Category::InvalidParameter);
+                assert!(m.1.contains(&format!("{n} must be in")), "{}", m.1);
+            }
+            for (n, v) in [("adaptive", 0), ("adaptive", 1), ("safeguard_permille", 0), ("safeguard_permille", 1000)] {
+                assert!(cat(policy, &[("budget", 32), (n, v)]).is_none());
+            }
+            // Card order: aggregation, then adaptive, then safeguard_permille.
+            let m = cat(policy, &[("safeguard_permille", 2000), ("adaptive", 5), ("aggregation", 3)]).unwrap().1;
+            assert!(m.contains("aggregation"), "{m}");
+            let m = cat(policy, &[("safeguard_permille", 2000), ("adaptive", 5)]).unwrap().1;
+            assert!(m.contains("adaptive must be in [0, 1], got 5"), "{m}");
+        }
+        for policy in ["full", "window", "streamingllm", "random"] {
+            for n in ["adaptive", "safeguard_permille"] {
+                assert_eq!(cat(policy, &[(n, 0)]).unwrap().0, Category::InvalidParameter, "{policy} {n}");
+            }
+        }
     }
 
     /// The attention policies with small budgets, so that a 300-step

@@ -91,11 +91,18 @@ impl Aggregation {
     }
 }
 
-/// The two head parameters of a policy that reads attention.
+/// The head parameters of a policy that reads attention
+/// (spec/heads.md#parameters).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HeadOptions {
     pub granularity: Granularity,
     pub aggregation: Aggregation,
+    /// `adaptive` 1: with at least two kept sets, the sets share one budget
+    /// (spec/heads.md#head-adaptive-budgets).
+    pub adaptive: bool,
+    /// The floor of each set under a shared budget, in thousandths of
+    /// `budget`.
+    pub safeguard_permille: u32,
 }
 
 /// The kept sets, in set order, each as the ascending query heads it covers
@@ -140,6 +147,59 @@ pub fn combine(per_head: &[Vec<f64>], aggregation: Aggregation) -> Vec<f64> {
             }
         })
         .collect()
+}
+
+/// The floor of each set under a shared budget
+/// (spec/heads.md#head-adaptive-budgets, step 4): `budget *
+/// safeguard_permille / 1000` in integer division, raised to 1 if it is 0
+/// and `safeguard_permille > 0`; 0 when `safeguard_permille` is 0.
+pub fn floor_of(budget: u64, safeguard_permille: u32) -> u64 {
+    if safeguard_permille == 0 {
+        return 0;
+    }
+    (budget * safeguard_permille as u64 / 1000).max(1)
+}
+
+/// One candidate of the joint ranking: a kept set, one of its candidate
+/// positions and the set's combined score of it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pair {
+    pub score: f64,
+    pub position: u32,
+    pub set: usize,
+}
+
+/// The joint ranking and the floor walk of spec/heads.md#head-adaptive-budgets
+/// (steps 3 and 4): sorts `pairs` by score ascending, then position
+/// ascending, then set ascending, and walks them from the lowest, evicting
+/// a pair unless its set (keeping `kept[set]` positions) would keep fewer
+/// than `floor`, until `excess` pairs are evicted. Returns how many pairs
+/// each set loses. Within one set the walk evicts a prefix of the set's own
+/// ranking (a set at its floor stays there), so a set losing `v` pairs
+/// loses its `v` lowest candidates in its own order.
+pub fn shared_victim_counts(pairs: &mut [Pair], kept: &[u64], excess: u64, floor: u64) -> Vec<usize> {
+    pairs.sort_unstable_by(|a, b| {
+        a.score
+            .partial_cmp(&b.score)
+            .expect("scores are never NaN")
+            .then(a.position.cmp(&b.position))
+            .then(a.set.cmp(&b.set))
+    });
+    let mut left: Vec<u64> = kept.to_vec();
+    let mut lost = vec![0usize; kept.len()];
+    let mut evicted = 0u64;
+    for pair in pairs.iter() {
+        if evicted == excess {
+            break;
+        }
+        if left[pair.set] > floor {
+            left[pair.set] -= 1;
+            lost[pair.set] += 1;
+            evicted += 1;
+        }
+    }
+    assert_eq!(evicted, excess, "the floor walk found too few pairs");
+    lost
 }
 
 #[cfg(test)]
@@ -224,5 +284,55 @@ mod tests {
         let heads = vec![vec![0.1], vec![0.1], vec![0.1]];
         assert_eq!(combine(&heads, Aggregation::Mean), vec![0.10000000000000002]);
         assert_eq!(0.1 / 3.0 + 0.1 / 3.0 + 0.1 / 3.0, 0.1);
+    }
+
+    #[test]
+    fn floors() {
+        // spec/heads.md#head-adaptive-budgets, step 4.
+        assert_eq!(floor_of(2, 200), 1); // 0, raised to 1
+        assert_eq!(floor_of(4, 200), 1);
+        assert_eq!(floor_of(5, 200), 1);
+        assert_eq!(floor_of(10, 200), 2);
+        assert_eq!(floor_of(10, 300), 3); // kvpress's int(10 * 0.3) is 2
+        assert_eq!(floor_of(128, 200), 25);
+        assert_eq!(floor_of(1000, 1), 1);
+        assert_eq!(floor_of(1999, 1), 1);
+        assert_eq!(floor_of(7, 0), 0);
+        assert_eq!(floor_of(7, 1000), 7);
+        assert_eq!(floor_of(u32::MAX as u64, 1000), u32::MAX as u64);
+        assert_eq!(floor_of(u32::MAX as u64, 999), u32::MAX as u64 * 999 / 1000);
+    }
+
+    fn pair(score: f64, position: u32, set: usize) -> Pair {
+        Pair { score, position, set }
+    }
+
+    #[test]
+    fn joint_ranking_order() {
+        // Score, then position, then set; given in reverse order.
+        let mut pairs =
+            vec![pair(0.5, 0, 0), pair(0.25, 3, 1), pair(0.25, 3, 0), pair(0.25, 2, 1), pair(0.125, 9, 1)];
+        let lost = shared_victim_counts(&mut pairs, &[10, 10], 3, 0);
+        assert_eq!(pairs, vec![pair(0.125, 9, 1), pair(0.25, 2, 1), pair(0.25, 3, 0), pair(0.25, 3, 1), pair(0.5, 0, 0)]);
+        assert_eq!(lost, vec![1, 2]);
+        // At the same score and position the lower set goes first.
+        let mut pairs = vec![pair(0.25, 3, 1), pair(0.25, 3, 0)];
+        assert_eq!(shared_victim_counts(&mut pairs, &[5, 5], 1, 0), vec![1, 0]);
+        // Nothing to evict.
+        let mut pairs = vec![pair(0.0, 0, 0)];
+        assert_eq!(shared_victim_counts(&mut pairs, &[3, 3], 0, 1), vec![0, 0]);
+    }
+
+    #[test]
+    fn the_floor_walk() {
+        // Set 1 holds every low score and keeps 4; with floor 2 it loses
+        // two, then its pairs are passed over and set 0 gives the rest.
+        let pairs = || vec![pair(0.0, 0, 1), pair(0.0, 1, 1), pair(0.0, 2, 1), pair(1.0, 0, 0), pair(1.0, 1, 0)];
+        assert_eq!(shared_victim_counts(&mut pairs(), &[4, 4], 3, 2), vec![1, 2]);
+        // Floor 1 lets set 1 lose three; floor 0 the same (the walk stops).
+        assert_eq!(shared_victim_counts(&mut pairs(), &[4, 4], 3, 1), vec![0, 3]);
+        assert_eq!(shared_victim_counts(&mut pairs(), &[4, 4], 3, 0), vec![0, 3]);
+        // A set already at its floor loses nothing.
+        assert_eq!(shared_victim_counts(&mut pairs(), &[4, 2], 2, 2), vec![2, 0]);
     }
 }

@@ -1,7 +1,7 @@
 //! `h2o`: evicts the lowest cumulative attention since admission, summed in
 //! binary64 in step order. Card: spec/policies/h2o.md.
 use super::{
-    check_recent_below_budget, head_options, resolve_params, retain_slots, Policy, AGGREGATION, BUDGET, GRANULARITY,
+    check_recent_below_budget, head_options, resolve_params, retain_slots, Policy, with_head_params, BUDGET,
     RECENT_WINDOW,
 };
 use crate::error::Result;
@@ -18,12 +18,12 @@ pub struct H2o {
 
 impl H2o {
     pub fn configure(params: &[(String, i64)]) -> Result<Self> {
-        let v = resolve_params("h2o", &[BUDGET, RECENT_WINDOW, GRANULARITY, AGGREGATION], params)?;
+        let v = resolve_params("h2o", &with_head_params(&[BUDGET, RECENT_WINDOW]), params)?;
         check_recent_below_budget("h2o", v[0], v[1])?;
         Ok(H2o {
             budget: v[0] as u64,
             recent_window: v[1] as u64,
-            heads: head_options(v[2], v[3]),
+            heads: head_options(&v[2..]),
             cumulative: Vec::new(),
         })
     }

@@ -125,10 +125,28 @@ pub(crate) const RECENT_WINDOW: ParamSpec =
 /// each card's own (spec/heads.md#parameters).
 pub(crate) const GRANULARITY: ParamSpec = ParamSpec { name: "granularity", default: 1, min: 0, max: 2 };
 pub(crate) const AGGREGATION: ParamSpec = ParamSpec { name: "aggregation", default: 0, min: 0, max: 2 };
+/// The shared budget of AdaKV (spec/heads.md#head-adaptive-budgets), listed
+/// after `aggregation`.
+pub(crate) const ADAPTIVE: ParamSpec = ParamSpec { name: "adaptive", default: 0, min: 0, max: 1 };
+pub(crate) const SAFEGUARD_PERMILLE: ParamSpec =
+    ParamSpec { name: "safeguard_permille", default: 200, min: 0, max: 1000 };
+/// The four head parameters, in card order after each policy's own.
+pub(crate) const HEAD_PARAMS: [ParamSpec; 4] = [GRANULARITY, AGGREGATION, ADAPTIVE, SAFEGUARD_PERMILLE];
 
-/// `granularity` and `aggregation` from their range-checked values.
-pub(crate) fn head_options(granularity: i64, aggregation: i64) -> HeadOptions {
-    HeadOptions { granularity: Granularity::from_param(granularity), aggregation: Aggregation::from_param(aggregation) }
+/// A card's own parameters followed by the head parameters.
+pub(crate) fn with_head_params(own: &[ParamSpec]) -> Vec<ParamSpec> {
+    own.iter().chain(HEAD_PARAMS.iter()).copied().collect()
+}
+
+/// `granularity`, `aggregation`, `adaptive` and `safeguard_permille` from
+/// their range-checked values, in that order.
+pub(crate) fn head_options(v: &[i64]) -> HeadOptions {
+    HeadOptions {
+        granularity: Granularity::from_param(v[0]),
+        aggregation: Aggregation::from_param(v[1]),
+        adaptive: v[2] == 1,
+        safeguard_permille: v[3] as u32,
+    }
 }
 
 /// Checks 2 and 3 of spec/harness.md#configuration: every given parameter is

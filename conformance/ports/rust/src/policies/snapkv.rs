@@ -1,8 +1,8 @@
 //! `snapkv`: evicts the lowest max-pooled window sum over the last
 //! `obs_window` recorded steps. Card: spec/policies/snapkv.md.
 use super::{
-    check_recent_below_budget, head_options, resolve_params, retain_slots, ParamSpec, Policy, AGGREGATION, BUDGET,
-    GRANULARITY, RECENT_WINDOW,
+    check_recent_below_budget, head_options, resolve_params, retain_slots, ParamSpec, Policy, with_head_params, BUDGET,
+    RECENT_WINDOW,
 };
 use crate::error::{Category, Refusal, Result};
 use crate::heads::HeadOptions;
@@ -25,7 +25,7 @@ pub struct SnapKv {
 
 impl SnapKv {
     pub fn configure(params: &[(String, i64)]) -> Result<Self> {
-        let v = resolve_params("snapkv", &[BUDGET, RECENT_WINDOW, OBS_WINDOW, POOL_KERNEL, GRANULARITY, AGGREGATION], params)?;
+        let v = resolve_params("snapkv", &with_head_params(&[BUDGET, RECENT_WINDOW, OBS_WINDOW, POOL_KERNEL]), params)?;
         check_recent_below_budget("snapkv", v[0], v[1])?;
         if v[3] % 2 == 0 {
             return Err(Refusal::new(
@@ -38,7 +38,7 @@ impl SnapKv {
             recent_window: v[1] as u64,
             obs_window: v[2] as usize,
             pool_kernel: v[3] as usize,
-            heads: head_options(v[4], v[5]),
+            heads: head_options(&v[4..]),
             ring: Vec::new(),
             cursor: 0,
         })

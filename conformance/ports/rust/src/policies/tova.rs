@@ -1,7 +1,7 @@
 //! `tova`: evicts the lowest latest attention weight (binary32, compared
 //! widened). Card: spec/policies/tova.md.
 use super::{
-    check_recent_below_budget, head_options, resolve_params, retain_slots, Policy, AGGREGATION, BUDGET, GRANULARITY,
+    check_recent_below_budget, head_options, resolve_params, retain_slots, Policy, with_head_params, BUDGET,
     RECENT_WINDOW,
 };
 use crate::error::Result;
@@ -18,12 +18,12 @@ pub struct Tova {
 
 impl Tova {
     pub fn configure(params: &[(String, i64)]) -> Result<Self> {
-        let v = resolve_params("tova", &[BUDGET, RECENT_WINDOW, GRANULARITY, AGGREGATION], params)?;
+        let v = resolve_params("tova", &with_head_params(&[BUDGET, RECENT_WINDOW]), params)?;
         check_recent_below_budget("tova", v[0], v[1])?;
         Ok(Tova {
             budget: v[0] as u64,
             recent_window: v[1] as u64,
-            heads: head_options(v[2], v[3]),
+            heads: head_options(&v[2..]),
             latest: Vec::new(),
         })
     }
