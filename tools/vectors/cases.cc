@@ -1027,6 +1027,24 @@ void AddHeadCases(SuiteBuilder& b) {
                     {"adaptive", 1}}),
            "adakv-floor");
   }
+  // The floor's arithmetic (mutation testing of the Python port found
+  // these unpinned): raised to 1, 0 when safeguard is 0, integer division.
+  b.Case("h2o/adakv/floor-raised-to-one", {"heads.safeguard"},
+         "no recent window, safeguard 50: 10 * 50 / 1000 is 0, raised to 1, "
+         "so head 1's set keeps one position",
+         P("h2o", {{"budget", 10}, {"recent_window", 0}, {"granularity", 2},
+                   {"adaptive", 1}, {"safeguard_permille", 50}}),
+         "adakv-floor");
+  b.Case("h2o/adakv/safeguard-zero-empties", {"heads.safeguard"},
+         "no recent window, safeguard 0: no floor, head 1's set is emptied",
+         P("h2o", {{"budget", 10}, {"recent_window", 0}, {"granularity", 2},
+                   {"adaptive", 1}, {"safeguard_permille", 0}}),
+         "adakv-floor");
+  b.Case("h2o/adakv/floor-rounds-down", {"heads.safeguard"},
+         "budget 7, safeguard 500: the floor is 7 * 500 / 1000 = 3 (not 3.5)",
+         P("h2o", {{"budget", 7}, {"recent_window", 1}, {"granularity", 2},
+                   {"adaptive", 1}, {"safeguard_permille", 500}}),
+         "adakv-floor");
   for (const Scored& policy : scored) {
     std::vector<Parameter> parameters = {{"budget", 128}, {"adaptive", 1}};
     b.Case(std::string(policy.name) + "/adakv/canonical-kv-head",

@@ -24,7 +24,7 @@ from .errors import (
     Refusal,
 )
 from .f32 import weight_ok
-from .heads import KeptSet, check_head_counts, sets_of
+from .heads import check_head_counts, evict_shared, kept_sets
 from .policies import REGISTRY
 from .policies.base import MAX_POSITION, Policy, StepOutcome
 from .rng import Rng
@@ -153,6 +153,8 @@ def run_steps(policy: Policy, steps, log: EvictionLog, query_heads: int = 1, set
                         # Each head's own row at its set's kept positions.
                         gathered = rows[ks.first_head:ks.end_head][:, np.asarray(ks.kept, dtype=np.intp)]
                     outcomes.append(ks.step(first, admit, gathered))
+                # Sets sharing a budget evict together (spec/heads.md#head-adaptive-budgets).
+                evict_shared(sets, outcomes)
                 if len(outcomes) == 1:
                     log.steps.append(outcomes[0])
                 else:
@@ -191,11 +193,12 @@ def run_trace_heads(policy: Policy, sets, tp: trace_mod.TraceParams, query_heads
     sizes = [ks.end_head - ks.first_head for ks in sets]
     for t in range(tp.steps):
         heads.begin_step(t)
-        # Row h of `positions`: the kept positions of head h's set. Every
-        # set keeps as many positions as any other here (one admitted per
-        # step, the same budget for every set); a shorter set would be
-        # padded with position 0 (< t whenever any set keeps a position),
-        # whose weights are computed elementwise and then left out.
+        # Row h of `positions`: the kept positions of head h's set. Without
+        # a shared budget every set keeps as many positions as any other
+        # (one admitted per step, the same budget for every set); with one
+        # (spec/heads.md#head-adaptive-budgets) the counts differ, and a
+        # shorter set is padded with position 0 (< t whenever any set keeps
+        # a position), whose weights are computed elementwise and then left out.
         counts = [len(ks.kept) for ks in sets]
         width = max(counts)
         kept = np.zeros((len(sets), width), dtype=np.int64)
@@ -205,6 +208,7 @@ def run_trace_heads(policy: Policy, sets, tp: trace_mod.TraceParams, query_heads
         outcomes = []
         for i, ks in enumerate(sets):
             outcomes.append(ks.step(t, 1, weights[ks.first_head:ks.end_head, :counts[i]]))
+        evict_shared(sets, outcomes)  # spec/heads.md#head-adaptive-budgets
         if len(outcomes) == 1:
             log.steps.append(outcomes[0])
         else:
@@ -245,10 +249,10 @@ def run_scenario(name, parameters, seed, steps=None, trace_config=None,
     elif gen is not None:
         sets = None
         if cls.READS_ATTENTION:
-            sets = [KeptSet(cls, values, h0, h1) for h0, h1 in sets_of(values["granularity"], hq, hkv)]
+            sets = kept_sets(cls, values, hq, hkv)
         run_trace_heads(policy, sets, tp, hq, log)
     elif hq > 1 and cls.READS_ATTENTION:
-        sets = [KeptSet(cls, values, h0, h1) for h0, h1 in sets_of(values["granularity"], hq, hkv)]
+        sets = kept_sets(cls, values, hq, hkv)
         run_steps(None, steps, log, hq, sets)
     else:
         run_steps(policy, steps, log, hq)

@@ -6,7 +6,10 @@ scenario ... means exactly what it meant before heads existed"). With
 several heads, a policy that reads attention keeps one `KeptSet` per
 granularity unit; each set holds one single-head policy object per head it
 covers (that head's own state under the card's rule), all sharing the set's
-kept positions, and ranks by the heads' scores combined per slot.
+kept positions, and ranks by the heads' scores combined per slot. With
+`adaptive` 1 the sets share one budget and evict together, by one joint
+ranking of their (set, position) pairs (spec/heads.md#head-adaptive-budgets,
+spec/policies/adakv.md): `evict_shared`.
 """
 
 from __future__ import annotations
@@ -78,20 +81,61 @@ def combine(scores: Sequence[np.ndarray], aggregation: int) -> np.ndarray:
     raise ValueError(f"aggregation {aggregation}")
 
 
+def floor_of(budget: int, safeguard_permille: int) -> int:
+    """The floor of each set under a shared budget
+    (spec/heads.md#head-adaptive-budgets, step 4): `budget *
+    safeguard_permille / 1000` in integers, raised to 1 if it is 0 and
+    `safeguard_permille > 0`; 0 when `safeguard_permille` is 0."""
+    floor = budget * safeguard_permille // 1000
+    if floor == 0 and safeguard_permille > 0:
+        floor = 1
+    return floor
+
+
+def kept_sets(cls, values: dict, query_heads: int, kv_heads: int) -> "KeptSets":
+    """The kept sets of a policy that reads attention, in set order
+    (spec/heads.md#kept-sets)."""
+    ranges = sets_of(values["granularity"], query_heads, kv_heads)
+    shared = values["adaptive"] == 1
+    return KeptSets([KeptSet(cls, values, h0, h1, shared) for h0, h1 in ranges], values, shared)
+
+
+class KeptSets(list):
+    """A run's kept sets, in set order, and what they share.
+
+    `shared`: `adaptive` is 1, the sets share one budget
+    (spec/heads.md#head-adaptive-budgets): each set's `step` records and
+    admits only, and `evict_shared` evicts for all of them. With one set this
+    evicts exactly as the set would by itself (L = budget; a set keeping at
+    least `budget` is never below the floor, which is at most `budget`), as
+    the spec says: with one set `adaptive` changes nothing.
+    """
+
+    def __init__(self, sets, values: dict, shared: bool) -> None:
+        super().__init__(sets)
+        self.shared = shared
+        self.budget = values["budget"]
+        self.floor = floor_of(values["budget"], values["safeguard_permille"])
+
+
 class KeptSet:
     """One kept set of a policy that reads attention (spec/heads.md#kept-sets).
 
     `heads[i]` is the single-head policy state of the set's i-th head
     (query head `first_head + i`); every one of them holds the set's kept
     list itself (one shared list), so its per-slot state stays parallel to it.
+
+    `shared`: the set is one of sets sharing a budget (`KeptSets`); its
+    `step` then records and admits only.
     """
 
-    def __init__(self, cls, values: dict, first_head: int, end_head: int) -> None:
+    def __init__(self, cls, values: dict, first_head: int, end_head: int, shared: bool) -> None:
         self.first_head = first_head
         self.end_head = end_head
         self.budget = values["budget"]
         self.recent_window = values["recent_window"]
         self.aggregation = values["aggregation"]
+        self.shared = shared
         self.kept: List[int] = []
         # Score policies never use their Rng (spec/policies/*.md#notes).
         self.heads = [cls(values, None) for _ in range(first_head, end_head)]
@@ -103,6 +147,8 @@ class KeptSet:
 
         `rows`: None (null attention) or, per head of the set, its row
         gathered at the set's kept positions (spec/heads.md#what-each-head-records).
+        A set sharing a budget evicts nothing here (step 1 of
+        spec/heads.md#head-adaptive-budgets): `evict_shared` completes its record.
         """
         query = len(self.kept)
         if rows is not None:
@@ -112,8 +158,14 @@ class KeptSet:
         for head in self.heads:
             head.admitted(count)
             head.next_min = first + count
-        victims, cut = self.evict()
+        victims, cut = ([], []) if self.shared else self.evict()
         return StepOutcome(victims, len(self.kept), query, cut)
+
+    def combined(self) -> np.ndarray:
+        """The set's combined score per kept slot
+        (spec/heads.md#combining-heads-at-ranking-time)."""
+        scores = [np.asarray(head.scores(), dtype=np.float64) for head in self.heads]
+        return scores[0] if len(scores) == 1 else combine(scores, self.aggregation)
 
     def evict(self):
         kept = self.kept
@@ -121,14 +173,87 @@ class KeptSet:
         k = n - self.budget
         if k <= 0:
             return [], []
-        scores = [np.asarray(head.scores(), dtype=np.float64) for head in self.heads]
-        combined = scores[0] if len(scores) == 1 else combine(scores, self.aggregation)
+        combined = self.combined()
         victim_slots, victims, cut = rank(combined, kept, k, n - self.recent_window)
-        keep = np.ones(n, dtype=bool)
+        self.remove(victim_slots)
+        return victims, cut
+
+    def remove(self, victim_slots) -> None:
+        """Drops the given kept slots; every head of the set forgets them."""
+        kept = self.kept
+        keep = np.ones(len(kept), dtype=bool)
         keep[victim_slots] = False
         for i in sorted(victim_slots, reverse=True):
             del kept[i]
-        # Every head of the set forgets the victims.
         for head in self.heads:
             head.remove_slots(keep)
-        return victims, cut
+
+
+def evict_shared(sets: KeptSets, outcomes: Sequence[StepOutcome]) -> None:
+    """The shared budget's eviction (spec/heads.md#head-adaptive-budgets,
+    steps 2 to 5), after every set has recorded and admitted the step.
+
+    `outcomes[s]`: set s's record of the step from `KeptSet.step`; its
+    victims, kept count and cut are filled in here. Does nothing unless the
+    sets share a budget.
+    """
+    if not sets.shared:
+        return
+    budget = sets.budget
+    floor = sets.floor
+    counts = [len(ks.kept) for ks in sets]
+    # 2. The layer budget: L = budget * S kept positions in all; `excess`
+    # pairs go (none when the sets keep at most L: the walk stops at once).
+    excess = sum(counts) - budget * len(sets)
+    # 3. The candidates: every set's kept slots outside its own recent
+    # window (slots [0, n - recent_window), none when n <= recent_window),
+    # each with its set's combined score.
+    scores, positions, set_ids, slots = [], [], [], []
+    for s, ks in enumerate(sets):
+        slot = np.arange(counts[s])
+        candidate = slot < counts[s] - ks.recent_window
+        scores.append(ks.combined()[candidate])
+        positions.append(np.asarray(ks.kept)[candidate])
+        set_ids.append(np.full(counts[s], s)[candidate])
+        slots.append(slot[candidate])
+    scores = np.concatenate(scores)
+    # int64 (binary64 if a set is empty, which only a floor of 0 allows:
+    # positions are below 2^32, exact either way).
+    positions = np.concatenate(positions)
+    set_ids = np.concatenate(set_ids)
+    slots = np.concatenate(slots)
+    # Ranked by score ascending, then position, then set (a total order: a
+    # set holds a position once). lexsort compares the binary64 scores
+    # exactly; its last key is the primary one.
+    order = np.lexsort((set_ids, positions, scores))
+    # 4. The walk: a pair goes unless its set would keep fewer than `floor`;
+    # it stops once `excess` pairs are gone.
+    remaining = list(counts)
+    taken = [0] * len(sets)
+    evicted = 0
+    for s in set_ids[order].tolist():
+        if evicted >= excess:
+            break
+        if remaining[s] - 1 < floor:
+            continue
+        remaining[s] -= 1
+        taken[s] += 1
+        evicted += 1
+    # A set's pairs come in the joint order in its own rank order, and once
+    # one of them is kept at the floor every later one is too: its victims
+    # are the first `taken[s]` of its pairs in the joint order.
+    # 5. The report: victims ascending; the cut is the set's victims in the
+    # joint order, then up to 4 of its next candidates in that order. A set
+    # that evicts nothing records no cut.
+    for s, ks in enumerate(sets):
+        if taken[s] == 0:
+            continue
+        own = order[set_ids[order] == s][:taken[s] + 4]
+        cut = [(int(positions[i]), float(scores[i])) for i in own]
+        victim_slots = slots[own[:taken[s]]].tolist()
+        victims = sorted(ks.kept[i] for i in victim_slots)
+        ks.remove(victim_slots)
+        out = outcomes[s]
+        out.victims = victims
+        out.kept_count = len(ks.kept)
+        out.cut = cut

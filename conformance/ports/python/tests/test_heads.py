@@ -177,8 +177,9 @@ def test_value_checked_at_positions_no_set_keeps():
 def test_defaults_and_order(name):
     cls, values = configure(name, [])
     assert values["granularity"] == KV_HEAD and values["aggregation"] == MEAN
+    assert values["adaptive"] == 0 and values["safeguard_permille"] == 200
     names = [p[0] for p in cls.PARAMS]
-    assert names[-2:] == ["granularity", "aggregation"]
+    assert names[-4:] == ["granularity", "aggregation", "adaptive", "safeguard_permille"]
 
 
 @pytest.mark.parametrize(
@@ -203,7 +204,7 @@ def test_parameter_ranges(name, params, names_in_message):
 
 
 @pytest.mark.parametrize("name", ["full", "window", "streamingllm", "random"])
-@pytest.mark.parametrize("param", ["granularity", "aggregation"])
+@pytest.mark.parametrize("param", ["granularity", "aggregation", "adaptive", "safeguard_permille"])
 def test_policies_without_attention_refuse_them(name, param):
     log = run(name, [(param, 0)], [(1, None, empty(2))], 2)
     assert category(log) == ("INVALID_PARAMETER", -1)

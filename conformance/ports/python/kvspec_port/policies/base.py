@@ -40,9 +40,10 @@ class Policy:
 
     NAME = ""
     PARAMS: Sequence[Tuple[str, int, int, int]] = ()
-    # Whether the policy reads attention: only those take `granularity` and
-    # `aggregation` and keep one kept set per granularity unit
-    # (spec/heads.md#kept-sets); the others keep one set whatever the heads.
+    # Whether the policy reads attention: only those take `granularity`,
+    # `aggregation`, `adaptive` and `safeguard_permille` and keep one kept
+    # set per granularity unit (spec/heads.md#kept-sets); the others keep
+    # one set whatever the heads.
     READS_ATTENTION = False
 
     def __init__(self, params: dict, rng) -> None:
@@ -123,6 +124,10 @@ RECENT_WINDOW = ("recent_window", 16, 0, U32_MAX - 1)
 # spec/heads.md#parameters: listed after each policy's own parameters.
 GRANULARITY = ("granularity", 1, 0, 2)  # 0 layer, 1 kv_head, 2 query_head
 AGGREGATION = ("aggregation", 0, 0, 2)  # 0 mean, 1 max, 2 sum
+# spec/heads.md#parameters, after `aggregation`: the shared budget (AdaKV,
+# spec/heads.md#head-adaptive-budgets).
+ADAPTIVE = ("adaptive", 0, 0, 1)
+SAFEGUARD_PERMILLE = ("safeguard_permille", 200, 0, 1000)
 
 
 class ScorePolicy(RecentWindowMixin, BudgetPolicy):
@@ -132,7 +137,7 @@ class ScorePolicy(RecentWindowMixin, BudgetPolicy):
     `scores()` (binary64 per kept slot) and `remove_slots(keep_mask)`.
     """
 
-    PARAMS = (BUDGET, RECENT_WINDOW, GRANULARITY, AGGREGATION)
+    PARAMS = (BUDGET, RECENT_WINDOW, GRANULARITY, AGGREGATION, ADAPTIVE, SAFEGUARD_PERMILLE)
     READS_ATTENTION = True
 
     def scores(self) -> List[float]:

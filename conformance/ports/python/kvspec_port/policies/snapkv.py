@@ -13,13 +13,13 @@ i - r .. i + r clamped to the kept set, protected slots included.
 import numpy as np
 
 from ..errors import INVALID_PARAMETER, Refusal
-from .base import AGGREGATION, BUDGET, GRANULARITY, RECENT_WINDOW, ScorePolicy
+from .base import ADAPTIVE, AGGREGATION, BUDGET, GRANULARITY, RECENT_WINDOW, SAFEGUARD_PERMILLE, ScorePolicy
 
 
 class SnapKvPolicy(ScorePolicy):
     NAME = "snapkv"
     PARAMS = (BUDGET, RECENT_WINDOW, ("obs_window", 16, 1, 65536), ("pool_kernel", 5, 1, 65535),
-              GRANULARITY, AGGREGATION)
+              GRANULARITY, AGGREGATION, ADAPTIVE, SAFEGUARD_PERMILLE)
 
     @classmethod
     def check_relations(cls, values):
