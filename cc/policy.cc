@@ -88,8 +88,7 @@ absl::StatusOr<std::vector<Position>> Policy::Step(const StepInput& input) {
   return Step(input, nullptr);
 }
 
-absl::Status Policy::AdmitStep(const StepInput& input) {
-  KVSPEC_RETURN_IF_ERROR(Validate(input));
+void Policy::RecordAndAdmit(const StepInput& input) {
   if (input.attention.has_value()) Record(*input.attention);
   for (uint32_t i = 0; i < input.count; ++i) {
     const Position position = input.first + i;
@@ -97,6 +96,11 @@ absl::Status Policy::AdmitStep(const StepInput& input) {
     Admit(position);
   }
   last_admitted_ = input.first + (input.count - 1);
+}
+
+absl::Status Policy::AdmitStep(const StepInput& input) {
+  KVSPEC_RETURN_IF_ERROR(Validate(input));
+  RecordAndAdmit(input);
   ++steps_done_;
   return absl::OkStatus();
 }
@@ -117,16 +121,8 @@ std::vector<Position> Policy::EvictSlots(absl::Span<const size_t> slots) {
 absl::StatusOr<std::vector<Position>> Policy::Step(const StepInput& input,
                                                    EvictionDetail* detail) {
   KVSPEC_RETURN_IF_ERROR(Validate(input));
-
-  if (input.attention.has_value()) Record(*input.attention);
-
-  for (uint32_t i = 0; i < input.count; ++i) {
-    const Position position = input.first + i;
-    kept_.push_back(position);
-    Admit(position);
-  }
-  last_admitted_ = input.first + (input.count - 1);
-
+  // spec/harness.md#the-decode-step: 1. record, 2. admit, 3. evict.
+  RecordAndAdmit(input);
   const std::vector<size_t> slots = ChooseVictims();
   if (detail != nullptr) {
     detail->ranked.clear();

@@ -163,6 +163,8 @@ class Policy {
 
  private:
   absl::Status Validate(const StepInput& input) const;
+  // Steps 1 and 2 of spec/harness.md#the-decode-step, after validation.
+  void RecordAndAdmit(const StepInput& input);
 
   const size_t heads_;
   std::vector<Position> kept_;
