@@ -36,7 +36,7 @@ expect_failure "flag heads.scores-then-combine decided no snapkv case" \
 expect_failure "flag order.heads-length-before-weights decided no case in the suite" \
   harness/heads/order-length-before-weights
 expect_failure "default: snapkv's pool_kernel decides no defaults.decides case" \
-  snapkv/defaults/budget-24,snapkv/defaults/budget-512
+  snapkv/defaults/budget-24,snapkv/defaults/budget-512,snapkv/adakv/floor-at-default,snapkv/adakv/canonical-kv-head
 expect_failure "default: trace field heavy_count decides no trace.defaults case" \
   tova/trace/absent-fields-budget-512
 exit $status
