@@ -20,6 +20,64 @@ const std::vector<float>& RowOf(const ScenarioStep& step, uint32_t head) {
   return step.attention.has_value() ? *step.attention : step.heads[head];
 }
 
+// spec/prefill.md#checks, step check 3's second half: the query rows'
+// shape and every row's length, after the rows' lengths.
+absl::Status CheckQueryShape(const ScenarioStep& step, int64_t index,
+                            uint64_t next_position, uint32_t query_heads) {
+  if (step.queries.empty()) return absl::OkStatus();
+  if (step.attention.has_value() || !step.heads.empty()) {
+    return Refuse(ErrorCategory::kAttentionLength,
+                  absl::StrFormat("step %d: a step with query rows carries "
+                                  "no other row (`attention` absent, `heads` "
+                                  "empty)",
+                                  index));
+  }
+  if (step.queries.size() % query_heads != 0 ||
+      step.queries.size() / query_heads > step.admit) {
+    return Refuse(ErrorCategory::kAttentionLength,
+                  absl::StrFormat("step %d: %d query rows for %d query heads; "
+                                  "a step carries m rows per head, 1 <= m <= "
+                                  "its admit (%d)",
+                                  index, step.queries.size(), query_heads,
+                                  step.admit));
+  }
+  const size_t rows = step.queries.size() / query_heads;
+  const uint64_t first_query = next_position + step.admit - rows;
+  for (size_t i = 0; i < step.queries.size(); ++i) {
+    const uint64_t query = first_query + i % rows;
+    if (step.queries[i].size() != query + 1) {
+      return Refuse(ErrorCategory::kAttentionLength,
+                    absl::StrFormat("step %d: the query row of head %d for "
+                                    "position %d has %d weights; a query row "
+                                    "covers positions 0..q: %d",
+                                    index, i / rows, query,
+                                    step.queries[i].size(), query + 1));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// spec/prefill.md#checks, step check 4's second half: every weight of the
+// query rows, after the rows' weights. Requires CheckQueryShape passed.
+absl::Status CheckQueryWeights(const ScenarioStep& step, int64_t index,
+                               uint64_t next_position, uint32_t query_heads) {
+  if (step.queries.empty()) return absl::OkStatus();
+  const size_t rows = step.queries.size() / query_heads;
+  const uint64_t first_query = next_position + step.admit - rows;
+  for (size_t i = 0; i < step.queries.size(); ++i) {
+    absl::Status status =
+        CheckWeights(absl::MakeConstSpan(step.queries[i]), index,
+                     [](size_t k) { return static_cast<Position>(k); });
+    if (!status.ok()) {
+      return Refuse(CategoryOf(status),
+                    absl::StrFormat("query row of head %d for position %d: %s",
+                                    i / rows, first_query + i % rows,
+                                    status.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // spec/harness.md#refusals, the checks of one step in the order the spec
 // lists them; with several heads, spec/heads.md#rows-per-head.
 absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
@@ -60,7 +118,11 @@ absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
                                   index, step.heads.size(), query_heads));
   }
   const bool has_rows = step.attention.has_value() || !step.heads.empty();
-  if (!has_rows) return absl::OkStatus();
+  if (!has_rows) {
+    KVSPEC_RETURN_IF_ERROR(
+        CheckQueryShape(step, index, next_position, query_heads));
+    return CheckQueryWeights(step, index, next_position, query_heads);
+  }
   // Every row's length, head 0 first, before any weight.
   for (uint32_t head = 0; head < query_heads; ++head) {
     const std::vector<float>& row = RowOf(step, head);
@@ -77,6 +139,7 @@ absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
                           row.size(), next_position));
     }
   }
+  KVSPEC_RETURN_IF_ERROR(CheckQueryShape(step, index, next_position, query_heads));
   for (uint32_t head = 0; head < query_heads; ++head) {
     absl::Status status =
         CheckWeights(absl::MakeConstSpan(RowOf(step, head)), index,
@@ -87,7 +150,7 @@ absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
                     absl::StrFormat("head %d: %s", head, status.message()));
     }
   }
-  return absl::OkStatus();
+  return CheckQueryWeights(step, index, next_position, query_heads);
 }
 
 RunResult RunTraceScenario(Policy& policy, const Scenario& scenario,
@@ -326,6 +389,7 @@ RunResult RunSets(absl::Span<Policy* const> sets,
   const uint32_t query_heads = HeadsOf(scenario).query_heads;
   uint64_t next_position = 0;
   std::vector<std::vector<float>> gathered(sets.size());
+  std::vector<std::vector<float>> gathered_queries(sets.size());
   std::vector<StepInput> inputs(sets.size());
   for (size_t index = 0; index < scenario.steps.size(); ++index) {
     const ScenarioStep& step = scenario.steps[index];
@@ -337,12 +401,35 @@ RunResult RunSets(absl::Span<Policy* const> sets,
       return result;
     }
     const bool has_rows = step.attention.has_value() || !step.heads.empty();
+    const size_t query_rows = step.queries.size() / query_heads;
     for (size_t s = 0; s < sets.size(); ++s) {
+      if (query_rows > 0) {
+        // spec/prefill.md#what-a-policy-sees: each covered head's query
+        // rows at the set's kept positions after admission: the positions
+        // kept before the step, then the chunk's up to the row's query.
+        gathered_queries[s].clear();
+        for (uint32_t head : covers[s]) {
+          for (size_t j = 0; j < query_rows; ++j) {
+            const std::vector<float>& row = step.queries[head * query_rows + j];
+            for (Position position : sets[s]->kept()) {
+              gathered_queries[s].push_back(row[position]);
+            }
+            for (uint64_t position = next_position; position < row.size();
+                 ++position) {
+              gathered_queries[s].push_back(row[position]);
+            }
+          }
+        }
+      }
       // spec/harness.md#what-a-policy-sees: each covered head's weights of
       // the set's kept positions, in kept order, exactly as its row gives
       // them; heads in ascending order (spec/heads.md#what-each-head-records).
       inputs[s] = StepInput{static_cast<Position>(next_position), step.admit,
                             std::nullopt};
+      if (query_rows > 0) {
+        inputs[s].queries = absl::MakeConstSpan(gathered_queries[s]);
+        inputs[s].query_rows = static_cast<uint32_t>(query_rows);
+      }
       if (!has_rows) continue;
       gathered[s].clear();
       for (uint32_t head : covers[s]) {

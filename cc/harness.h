@@ -43,6 +43,10 @@ struct ScenarioStep {
   // row per query head, head 0 first; empty (and `attention` nullopt) is
   // null attention.
   std::vector<std::vector<float>> heads;
+  // Query rows (spec/prefill.md#query-rows): query_heads x m rows, head 0's
+  // first, each head's in ascending query position; the row of query q has
+  // q + 1 weights. Non-empty makes the step a prefill step.
+  std::vector<std::vector<float>> queries;
 };
 
 // Either explicit steps or a generated trace (spec/trace.md), not both.

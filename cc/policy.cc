@@ -81,6 +81,30 @@ absl::Status Policy::Validate(const StepInput& input) const {
         CheckWeights(weights, steps_done_,
                      [this](size_t i) { return kept_[i % kept_.size()]; }));
   }
+  if (input.queries.has_value()) {
+    // spec/prefill.md#checks, for a direct call: no row beside the query
+    // rows, 1 <= m <= count, every row's length, then the weights.
+    const size_t kept_after = kept_.size() + input.count;
+    const QueryRows rows{*input.queries, input.query_rows, kept_after};
+    if (input.attention.has_value() || input.query_rows == 0 ||
+        input.query_rows > input.count ||
+        input.queries->size() != heads_ * rows.PerHead()) {
+      return Refuse(ErrorCategory::kAttentionLength,
+                    absl::StrFormat("step %d: query rows must be 1..%d rows "
+                                    "per head (the step admits %d), with no "
+                                    "attention row beside them, holding %d "
+                                    "weights per head; got %d rows, %d "
+                                    "weights%s",
+                                    steps_done_, input.count, input.count,
+                                    input.query_rows == 0 ? 0 : rows.PerHead(),
+                                    input.query_rows, input.queries->size(),
+                                    input.attention.has_value()
+                                        ? " and an attention row"
+                                        : ""));
+    }
+    KVSPEC_RETURN_IF_ERROR(CheckWeights(*input.queries, steps_done_,
+                                        [](size_t i) { return Position(i); }));
+  }
   return absl::OkStatus();
 }
 
@@ -96,6 +120,11 @@ void Policy::RecordAndAdmit(const StepInput& input) {
     Admit(position);
   }
   last_admitted_ = input.first + (input.count - 1);
+  // spec/prefill.md#the-prefill-step: the query rows, after admission.
+  prefill_step_ = input.queries.has_value();
+  if (prefill_step_) {
+    RecordQueries(QueryRows{*input.queries, input.query_rows, kept_.size()});
+  }
 }
 
 absl::Status Policy::AdmitStep(const StepInput& input) {

@@ -56,6 +56,32 @@ struct StepInput {
   // (spec/heads.md#kept-sets) takes one such row per head, head-major: the
   // weights of its first head, then its second, and so on.
   std::optional<absl::Span<const float>> attention;
+  // Query rows (spec/prefill.md#query-rows), which make the step a prefill
+  // step; nullopt for any other step, and then `query_rows` is 0. Gathered
+  // at the kept positions after this step's admissions
+  // (spec/prefill.md#what-a-policy-sees): heads() x query_rows rows,
+  // head-major, each head's rows in ascending query position, row j of a
+  // head holding (kept after admission) - query_rows + 1 + j weights. A step
+  // with query rows has no `attention`.
+  std::optional<absl::Span<const float>> queries;
+  uint32_t query_rows = 0;
+};
+
+// A prefill step's gathered query rows, as a policy reads them
+// (spec/prefill.md#what-a-policy-sees).
+struct QueryRows {
+  absl::Span<const float> weights;  // every head's rows, head-major
+  size_t rows = 0;                  // m, per head
+  size_t kept = 0;                  // kept positions after admission
+
+  // Weights in row j: the kept positions up to its query.
+  size_t Length(size_t j) const { return kept - rows + 1 + j; }
+  // Weights of one head's rows together.
+  size_t PerHead() const { return rows * (kept - rows + 1) + rows * (rows - 1) / 2; }
+  absl::Span<const float> Row(size_t head, size_t j) const {
+    const size_t offset = head * PerHead() + j * (kept - rows + 1) + j * (j - 1) / 2;
+    return weights.subspan(offset, Length(j));
+  }
 };
 
 // One candidate of a score-based eviction, with the score it was ranked by.
@@ -144,6 +170,13 @@ class Policy {
   // Forget: drop the state of these slots (ascending indices); kept() still
   // holds them and loses them right after this call.
   virtual void Forget(absl::Span<const size_t> slots) = 0;
+  // RecordQueries: a prefill step's query rows, after every admission and
+  // before ChooseVictims (spec/prefill.md#the-prefill-step). Policies that
+  // do not read attention ignore them.
+  virtual void RecordQueries(const QueryRows& /*queries*/) {}
+  // True while the step being carried out is a prefill step (it has query
+  // rows): read by ChooseVictims and the score hooks.
+  bool prefill_step() const { return prefill_step_; }
   // Bytes of per-slot state beyond the kept positions.
   virtual size_t PolicyStateBytes() const = 0;
   // Score-based policies only: called right after ChooseVictims (before
@@ -171,6 +204,7 @@ class Policy {
   // Highest position admitted so far, if any.
   std::optional<Position> last_admitted_;
   int64_t steps_done_ = 0;
+  bool prefill_step_ = false;
 };
 
 // Checks attention weights against spec/harness.md#attention-weights: each is

@@ -56,6 +56,9 @@ Scenario FromProto(const v1::Scenario& proto) {
     for (const v1::AttentionRow& row : step.heads()) {
       converted.heads.emplace_back(row.weights().begin(), row.weights().end());
     }
+    for (const v1::AttentionRow& row : step.queries()) {
+      converted.queries.emplace_back(row.weights().begin(), row.weights().end());
+    }
     scenario.steps.push_back(std::move(converted));
   }
   return scenario;
@@ -81,6 +84,10 @@ v1::Scenario ToProto(const Scenario& scenario) {
     for (const std::vector<float>& head : step.heads) {
       v1::AttentionRow* row = converted->add_heads();
       for (float weight : head) row->add_weights(weight);
+    }
+    for (const std::vector<float>& query : step.queries) {
+      v1::AttentionRow* row = converted->add_queries();
+      for (float weight : query) row->add_weights(weight);
     }
   }
   return proto;

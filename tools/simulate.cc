@@ -5,6 +5,8 @@
 //   bazel run //tools:simulate -- --policy=streamingllm --params=budget=6,sinks=2
 //   bazel run //tools:simulate -- --scenario=/path/scenario.pb --policy=window
 //   bazel run //tools:simulate -- --list             # policies and parameters
+//   bazel run //tools:simulate -- --policy=snapkv \
+//       --params=preset=kvpress-0.5.5,ratio_ppm=500000 --scenario=prompt.pb
 //
 // A scenario file is a binary kvspec.v1.Scenario (spec/kvspec.proto); floats
 // are read as exact IEEE values. Printed floats are shortest round-trip.
@@ -27,6 +29,7 @@
 #include "cc/errors.h"
 #include "cc/harness.h"
 #include "cc/heads.h"
+#include "cc/presets.h"
 #include "cc/proto_convert.h"
 #include "cc/registry.h"
 #include "cc/trace.h"
@@ -87,11 +90,21 @@ void ListPolicies() {
                   static_cast<long long>(p.min),
                   static_cast<long long>(p.max));
     }
+    // spec/prefill.md#presets.
+    for (const Preset& preset : Presets()) {
+      if (preset.policy != info.name) continue;
+      std::vector<std::string> values;
+      for (const Parameter& p : preset.parameters) {
+        values.push_back(absl::StrFormat("%s=%d", p.name, p.value));
+      }
+      std::printf("  preset=%s: %s\n    follows %s\n", preset.name.c_str(),
+                  absl::StrJoin(values, ",").c_str(), preset.follows.c_str());
+    }
   }
 }
 
 absl::StatusOr<std::vector<Parameter>> ParseParams(
-    const std::vector<std::string>& texts) {
+    const std::vector<std::string>& texts, std::string& preset_name) {
   std::vector<Parameter> parameters;
   for (const std::string& text : texts) {
     const std::vector<std::string> parts = absl::StrSplit(text, '=');
@@ -100,14 +113,19 @@ absl::StatusOr<std::vector<Parameter>> ParseParams(
     const std::optional<int64_t> named =
         parts.size() == 2 ? HeadParameterValue(parts[0], parts[1])
                           : std::nullopt;
-    if (named.has_value()) {
+    if (parts.size() == 2 && parts[0] == "preset") {
+      // spec/prefill.md#presets: expanded by ExpandPreset once the policy
+      // is known; kept here as a marker.
+      preset_name = parts[1];
+      continue;
+    } else if (named.has_value()) {
       value = *named;
     } else if (parts.size() != 2 || parts[0].empty() ||
                !absl::SimpleAtoi(parts[1], &value)) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "--params: '%s' is not name=integer (e.g. budget=6, or "
           "granularity=layer|kv_head|query_head, "
-          "aggregation=mean|max|sum)",
+          "aggregation=mean|max|sum, or preset=NAME; see --list)",
           text));
     }
     parameters.push_back({parts[0], value});
@@ -296,8 +314,9 @@ int Main() {
     std::fprintf(stderr, "%s\n", std::string(scenario.status().message()).c_str());
     return 2;
   }
+  std::string preset_name;
   absl::StatusOr<std::vector<Parameter>> params =
-      ParseParams(absl::GetFlag(FLAGS_params));
+      ParseParams(absl::GetFlag(FLAGS_params), preset_name);
   if (!params.ok()) {
     std::fprintf(stderr, "%s\n", std::string(params.status().message()).c_str());
     return 2;
@@ -313,6 +332,16 @@ int Main() {
     configs = SampleConfigs();
   } else {
     configs.push_back({name, *params});
+    if (!preset_name.empty()) {
+      absl::StatusOr<PolicyConfig> expanded =
+          ExpandPreset(configs.back(), preset_name);
+      if (!expanded.ok()) {
+        std::fprintf(stderr, "--params: %s\n",
+                     std::string(expanded.status().message()).c_str());
+        return 2;
+      }
+      configs.back() = *std::move(expanded);
+    }
   }
   if (trace_steps > 0) {
     std::printf("kvspec reference, spec %s; canonical trace, %u steps\n",

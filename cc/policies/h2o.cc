@@ -12,6 +12,7 @@
 #include "cc/heads.h"
 #include "cc/policies/entries.h"
 #include "cc/policies/limits.h"
+#include "cc/policies/prefill.h"
 #include "cc/policies/ranking.h"
 
 namespace kvspec {
@@ -20,12 +21,13 @@ namespace {
 
 class H2oPolicy final : public Policy {
  public:
-  H2oPolicy(size_t budget, size_t recent_window, Aggregation aggregation,
-            size_t heads)
+  H2oPolicy(StepBudgetRule budget, size_t recent_window,
+            Aggregation aggregation, bool normalize, size_t heads)
       : Policy(heads),
         budget_(budget),
         recent_window_(recent_window),
         aggregation_(aggregation),
+        normalize_(normalize),
         cumulative_(heads) {}
   absl::string_view name() const override { return "h2o"; }
 
@@ -49,9 +51,32 @@ class H2oPolicy final : public Policy {
     for (std::vector<double>& sums : cumulative_) sums.push_back(0.0);
   }
 
+  // h2o.md#at-prefill: each head's observed attention over the query rows
+  // that cover a slot, summed in ascending query order from +0.0,
+  // optionally divided by how many rows cover it, then added once.
+  void RecordQueries(const QueryRows& queries) override {
+    const size_t kept_count = kept().size();
+    for (size_t h = 0; h < cumulative_.size(); ++h) {
+      std::vector<double>& sums = cumulative_[h];
+      for (size_t slot = 0; slot < kept_count; ++slot) {
+        double contribution = 0.0;
+        size_t rows = 0;
+        for (size_t j = 0; j < queries.rows; ++j) {
+          const absl::Span<const float> row = queries.Row(h, j);
+          if (slot >= row.size()) continue;  // the row's query is before it
+          contribution += static_cast<double>(row[slot]);
+          ++rows;
+        }
+        if (normalize_) contribution /= static_cast<double>(rows);
+        sums[slot] += contribution;
+      }
+    }
+  }
+
   std::vector<size_t> ChooseVictims() override {
     const size_t kept_count = kept().size();
-    const size_t excess = Excess(kept_count, budget_);
+    const std::optional<size_t> budget = budget_.At(prefill_step(), kept_count);
+    const size_t excess = budget.has_value() ? Excess(kept_count, *budget) : 0;
     if (excess == 0) return {};
     return LowestRanked(absl::MakeConstSpan(Scores()), kept(),
                         kept_count - recent_window_, excess);
@@ -90,9 +115,10 @@ class H2oPolicy final : public Policy {
     return combined_;
   }
 
-  const size_t budget_;
+  const StepBudgetRule budget_;
   const size_t recent_window_;
   const Aggregation aggregation_;
+  const bool normalize_;
   // Per head, per kept slot: attention received since admission.
   std::vector<std::vector<double>> cumulative_;
   // Several heads only: the combined scores of the latest eviction.
@@ -104,9 +130,11 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeH2o(const ParameterValues& values,
   const int64_t budget = values.Get("budget");
   const int64_t recent_window = values.Get("recent_window");
   KVSPEC_RETURN_IF_ERROR(CheckRecentWindow("h2o", budget, recent_window));
+  KVSPEC_RETURN_IF_ERROR(CheckPrefillRules("h2o", values, true, false));
   return std::unique_ptr<Policy>(new H2oPolicy(
-      static_cast<size_t>(budget), static_cast<size_t>(recent_window),
-      static_cast<Aggregation>(values.Get("aggregation")), heads));
+      StepBudgetRule::Of(values), static_cast<size_t>(recent_window),
+      static_cast<Aggregation>(values.Get("aggregation")),
+      values.Get("normalize") == 1, heads));
 }
 
 }  // namespace
@@ -118,7 +146,11 @@ const PolicyEntry& H2oEntry() {
        "recent window",
        "spec/policies/h2o.md",
        {BudgetParameter(), RecentWindowParameter(), GranularityParameter(),
-        AggregationParameter(), AdaptiveParameter(), SafeguardParameter()}},
+        AggregationParameter(), AdaptiveParameter(), SafeguardParameter(),
+        PrefillOnlyParameter(), RatioParameter(),
+        {"normalize", 0, 0, 1,
+         "at a prefill step: 0 raw sum of the query rows, 1 divided by the "
+         "number of rows that see the key"}}},
       &MakeH2o};
   return *entry;
 }

@@ -8,6 +8,7 @@
 //
 // Spec: spec/policies/snapkv.md
 #include <algorithm>
+#include <limits>
 #include <memory>
 
 #include "absl/strings/str_format.h"
@@ -15,6 +16,7 @@
 #include "cc/heads.h"
 #include "cc/policies/entries.h"
 #include "cc/policies/limits.h"
+#include "cc/policies/prefill.h"
 #include "cc/policies/ranking.h"
 
 namespace kvspec {
@@ -23,15 +25,28 @@ namespace {
 
 class SnapKvPolicy final : public Policy {
  public:
-  SnapKvPolicy(size_t budget, size_t recent_window, size_t obs_window,
-               size_t pool_kernel, Aggregation aggregation, size_t heads)
+  struct Options {
+    StepBudgetRule budget;
+    size_t recent_window = 0;
+    size_t obs_window = 0;
+    size_t pool_kernel = 1;
+    Aggregation aggregation = Aggregation::kMean;
+    bool window_mean = false;     // window_reduce 1
+    bool avg_pooling = false;     // pooling 1
+    bool window_outside = false;  // window_budget 1
+  };
+  SnapKvPolicy(const Options& options, size_t heads)
       : Policy(heads),
-        budget_(budget),
-        recent_window_(recent_window),
-        obs_window_(obs_window),
-        radius_((pool_kernel - 1) / 2),
-        aggregation_(aggregation),
-        history_(heads, std::vector<std::vector<float>>(obs_window)),
+        budget_(options.budget),
+        recent_window_(options.recent_window),
+        obs_window_(options.obs_window),
+        pool_kernel_(options.pool_kernel),
+        radius_((options.pool_kernel - 1) / 2),
+        aggregation_(options.aggregation),
+        window_mean_(options.window_mean),
+        avg_pooling_(options.avg_pooling),
+        window_outside_(options.window_outside),
+        history_(heads, std::vector<std::vector<float>>(options.obs_window)),
         window_sums_(heads),
         pooled_(heads) {}
   absl::string_view name() const override { return "snapkv"; }
@@ -60,13 +75,47 @@ class SnapKvPolicy final : public Policy {
     }
   }
 
+  // snapkv.md#at-prefill: each head's window sums (or means) over the
+  // prefix, pooled over the prefix; the window's slots score +infinity.
+  // The ring is not written.
+  void RecordQueries(const QueryRows& queries) override {
+    const size_t kept_count = kept().size();
+    window_ = std::min(obs_window_, queries.rows);
+    const size_t prefix = kept_count - window_;
+    for (size_t h = 0; h < history_.size(); ++h) {
+      std::vector<double>& sums = window_sums_[h];
+      for (size_t slot = 0; slot < prefix; ++slot) {
+        double sum = 0.0;
+        for (size_t j = queries.rows - window_; j < queries.rows; ++j) {
+          sum += static_cast<double>(queries.Row(h, j)[slot]);
+        }
+        if (window_mean_) sum /= static_cast<double>(window_);
+        sums[slot] = sum;
+      }
+      Pool(sums, prefix, pooled_[h]);
+      for (size_t slot = prefix; slot < kept_count; ++slot) {
+        sums[slot] = std::numeric_limits<double>::infinity();
+        pooled_[h][slot] = std::numeric_limits<double>::infinity();
+      }
+    }
+  }
+
   std::vector<size_t> ChooseVictims() override {
     const size_t kept_count = kept().size();
-    const size_t excess = Excess(kept_count, budget_);
+    const std::optional<size_t> budget = budget_.At(prefill_step(), kept_count);
+    if (!budget.has_value()) return {};
+    // snapkv.md#at-prefill: `outside`, the window neither counts nor is a
+    // candidate.
+    const bool outside = prefill_step() && window_outside_;
+    const size_t counted = outside ? kept_count - window_ : kept_count;
+    const size_t excess = Excess(counted, *budget);
     if (excess == 0) return {};
-    for (size_t h = 0; h < history_.size(); ++h) PoolHead(h);
-    return LowestRanked(absl::MakeConstSpan(Scores()), kept(),
-                        kept_count - recent_window_, excess);
+    candidate_end_ = CandidateEnd();
+    if (!prefill_step()) {
+      for (size_t h = 0; h < history_.size(); ++h) PoolHead(h);
+    }
+    return LowestRanked(absl::MakeConstSpan(Scores()), kept(), candidate_end_,
+                        excess);
   }
 
   void Forget(absl::Span<const size_t> slots) override {
@@ -87,20 +136,53 @@ class SnapKvPolicy final : public Policy {
 
   bool CurrentScores(std::vector<double>& scores,
                      size_t& candidate_end) override {
-    for (size_t h = 0; h < history_.size(); ++h) PoolHead(h);
+    if (!prefill_step()) {
+      for (size_t h = 0; h < history_.size(); ++h) PoolHead(h);
+    }
     scores = Scores();
-    candidate_end = kept().size() - recent_window_;
+    candidate_end = CandidateEnd();
     return true;
   }
 
   bool RankingScores(std::vector<double>& scores,
                      size_t& candidate_end) const override {
     scores = pooled_.size() == 1 ? pooled_[0] : combined_;
-    candidate_end = kept().size() - recent_window_;
+    candidate_end = candidate_end_;
     return true;
   }
 
  private:
+  // Candidates: the slots before the recent window, and at a prefill step
+  // with the window `outside`, before the window too.
+  size_t CandidateEnd() const {
+    const size_t kept_count = kept().size();
+    size_t end = kept_count - recent_window_;
+    if (prefill_step() && window_outside_) {
+      end = std::min(end, kept_count - window_);
+    }
+    return end;
+  }
+
+  // snapkv.md#pooling: pooled[i] over slots [0, count) of `sums`: the max
+  // over [i - r, i + r] clamped to [0, count - 1], or (avg) the sum of the
+  // slots present in that range, ascending, divided by pool_kernel.
+  void Pool(const std::vector<double>& sums, size_t count,
+            std::vector<double>& pooled) const {
+    for (size_t slot = 0; slot < count; ++slot) {
+      const size_t low = slot >= radius_ ? slot - radius_ : 0;
+      const size_t high = std::min(count - 1, slot + radius_);
+      if (avg_pooling_) {
+        double sum = 0.0;
+        for (size_t j = low; j <= high; ++j) sum += sums[j];
+        pooled[slot] = sum / static_cast<double>(pool_kernel_);
+      } else {
+        double best = sums[low];
+        for (size_t j = low + 1; j <= high; ++j) best = std::max(best, sums[j]);
+        pooled[slot] = best;
+      }
+    }
+  }
+
   // One head's window sums and pooled scores over the kept slots.
   void PoolHead(size_t h) {
     const size_t kept_count = kept().size();
@@ -114,15 +196,8 @@ class SnapKvPolicy final : public Policy {
       }
       sums[slot] = sum;
     }
-    // snapkv.md#pooling: max over slots [slot - r, slot + r], clamped to
-    // [0, kept_count - 1]. Every kept slot is a neighbour, protected or not.
-    for (size_t slot = 0; slot < kept_count; ++slot) {
-      const size_t low = slot >= radius_ ? slot - radius_ : 0;
-      const size_t high = std::min(kept_count - 1, slot + radius_);
-      double best = sums[low];
-      for (size_t j = low + 1; j <= high; ++j) best = std::max(best, sums[j]);
-      pooled[slot] = best;
-    }
+    // snapkv.md#pooling: every kept slot is a neighbour, protected or not.
+    Pool(sums, kept_count, pooled);
   }
 
   // The scores ranked by: one head's pooled scores as they are, or the
@@ -134,11 +209,19 @@ class SnapKvPolicy final : public Policy {
     return combined_;
   }
 
-  const size_t budget_;
+  const StepBudgetRule budget_;
   const size_t recent_window_;
   const size_t obs_window_;
+  const size_t pool_kernel_;
   const size_t radius_;  // (pool_kernel - 1) / 2
   const Aggregation aggregation_;
+  const bool window_mean_;
+  const bool avg_pooling_;
+  const bool window_outside_;
+  // At the latest prefill step: the observation window's length w.
+  size_t window_ = 0;
+  // The candidates of the latest eviction (for RankingScores).
+  size_t candidate_end_ = 0;
   // Ring index the next recorded step writes, shared by every slot and head.
   size_t cursor_ = 0;
   // Per head, the rings by ring index: history_[h][i][slot] is ring index i
@@ -165,10 +248,17 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeSnapKv(
                   absl::StrFormat("snapkv: pool_kernel must be odd, got %d",
                                   pool_kernel));
   }
-  return std::unique_ptr<Policy>(new SnapKvPolicy(
-      static_cast<size_t>(budget), static_cast<size_t>(recent_window),
-      static_cast<size_t>(obs_window), static_cast<size_t>(pool_kernel),
-      static_cast<Aggregation>(values.Get("aggregation")), heads));
+  KVSPEC_RETURN_IF_ERROR(CheckPrefillRules("snapkv", values, true, true));
+  SnapKvPolicy::Options options;
+  options.budget = StepBudgetRule::Of(values);
+  options.recent_window = static_cast<size_t>(recent_window);
+  options.obs_window = static_cast<size_t>(obs_window);
+  options.pool_kernel = static_cast<size_t>(pool_kernel);
+  options.aggregation = static_cast<Aggregation>(values.Get("aggregation"));
+  options.window_mean = values.Get("window_reduce") == 1;
+  options.avg_pooling = values.Get("pooling") == 1;
+  options.window_outside = values.Get("window_budget") == 1;
+  return std::unique_ptr<Policy>(new SnapKvPolicy(options, heads));
 }
 
 }  // namespace
@@ -189,7 +279,16 @@ const PolicyEntry& SnapKvEntry() {
         GranularityParameter(),
         AggregationParameter(),
         AdaptiveParameter(),
-        SafeguardParameter()}},
+        SafeguardParameter(),
+        PrefillOnlyParameter(),
+        RatioParameter(),
+        {"window_reduce", 0, 0, 1,
+         "at a prefill step, the window rows: 0 sum, 1 mean"},
+        {"pooling", 0, 0, 1,
+         "0 max, 1 avg (zero padding, divided by pool_kernel)"},
+        {"window_budget", 0, 0, 1,
+         "at a prefill step: 0 inside (the window ranks above all and "
+         "counts), 1 outside (kept besides budget others)"}}},
       &MakeSnapKv};
   return *entry;
 }

@@ -3,6 +3,8 @@
 // budget, W = budget - sinks, is a rolling window of the latest positions.
 // Eviction is purely positional: every kept position that is neither a sink
 // nor among the latest W goes, whatever the attention. No ties can arise.
+// A budget from a ratio (spec/prefill.md) can fall to the sinks or below;
+// then the lowest sinks go too (streamingllm.md#at-prefill).
 //
 // Chunked admission (streamingllm.md#chunked-admission) needs no special case
 // here: a step admits its whole chunk first and then evicts, so a chunk that
@@ -16,6 +18,8 @@
 #include "cc/errors.h"
 #include "cc/policies/entries.h"
 #include "cc/policies/limits.h"
+#include "cc/policies/prefill.h"
+#include "cc/policies/ranking.h"
 
 namespace kvspec {
 namespace policies {
@@ -23,33 +27,53 @@ namespace {
 
 class StreamingLlmPolicy final : public Policy {
  public:
-  StreamingLlmPolicy(size_t sinks, size_t window, size_t heads)
-      : Policy(heads), sinks_(sinks), window_(window) {}
+  StreamingLlmPolicy(StepBudgetRule budget, size_t sinks, size_t heads)
+      : Policy(heads), budget_(budget), sinks_(sinks) {}
   absl::string_view name() const override { return "streamingllm"; }
 
  protected:
   void Record(absl::Span<const float>) override {}
-  void Admit(Position) override {}
 
-  // streamingllm.md#how-it-works. Sinks are never evicted, so once admitted
-  // they are slots 0..sinks-1 (kept order is ascending position order).
-  // Victims are the slots between the sinks and the latest `window_`.
+  // Sinks are the first `sinks_` positions ever admitted; kept order is
+  // ascending, so the sinks still kept are slots 0 .. sinks_kept_ - 1.
+  void Admit(Position) override {
+    if (admitted_ < sinks_) ++sinks_kept_;
+    ++admitted_;
+  }
+
+  // streamingllm.md#how-it-works and #at-prefill: the n - B victims are the
+  // kept positions taken non-sinks first, then sinks, each by ascending
+  // position. With B > sinks (always so for `budget`) only non-sinks go:
+  // everything between the sinks and the latest B - sinks.
   std::vector<size_t> ChooseVictims() override {
     std::vector<size_t> victims;
     const size_t kept_count = kept().size();
-    if (kept_count <= sinks_ + window_) return victims;
-    for (size_t slot = sinks_; slot < kept_count - window_; ++slot) {
+    const std::optional<size_t> budget = budget_.At(prefill_step(), kept_count);
+    const size_t excess = budget.has_value() ? Excess(kept_count, *budget) : 0;
+    if (excess == 0) return victims;
+    const size_t non_sinks = kept_count - sinks_kept_;
+    const size_t from_sinks = excess > non_sinks ? excess - non_sinks : 0;
+    for (size_t slot = 0; slot < from_sinks; ++slot) victims.push_back(slot);
+    for (size_t slot = sinks_kept_; slot < sinks_kept_ + excess - from_sinks;
+         ++slot) {
       victims.push_back(slot);
     }
     return victims;
   }
 
-  void Forget(absl::Span<const size_t>) override {}
+  void Forget(absl::Span<const size_t> slots) override {
+    size_t sinks_evicted = 0;
+    for (size_t slot : slots) sinks_evicted += slot < sinks_kept_ ? 1 : 0;
+    sinks_kept_ -= sinks_evicted;
+  }
   size_t PolicyStateBytes() const override { return 0; }
 
  private:
+  const StepBudgetRule budget_;
   const size_t sinks_;
-  const size_t window_;
+  // Positions admitted so far, and how many of the sinks are still kept.
+  uint64_t admitted_ = 0;
+  size_t sinks_kept_ = 0;
 };
 
 absl::StatusOr<std::unique_ptr<Policy>> MakeStreamingLlm(
@@ -66,9 +90,10 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeStreamingLlm(
                                   "%d, budget %d",
                                   sinks, budget));
   }
+  KVSPEC_RETURN_IF_ERROR(
+      CheckPrefillRules("streamingllm", values, false, false));
   return std::unique_ptr<Policy>(new StreamingLlmPolicy(
-      static_cast<size_t>(sinks), static_cast<size_t>(budget - sinks),
-      heads));
+      StepBudgetRule::Of(values), static_cast<size_t>(sinks), heads));
 }
 
 }  // namespace
@@ -80,7 +105,8 @@ const PolicyEntry& StreamingLlmEntry() {
        "spec/policies/streamingllm.md",
        {BudgetParameter(),
         {"sinks", 4, 0, kMaxBudget - 1,
-         "attention-sink positions kept for good: the first `sinks` admitted"}}},
+         "attention-sink positions kept for good: the first `sinks` admitted"},
+        PrefillOnlyParameter(), RatioParameter()}},
       &MakeStreamingLlm};
   return *entry;
 }

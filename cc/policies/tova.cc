@@ -13,6 +13,7 @@
 #include "cc/heads.h"
 #include "cc/policies/entries.h"
 #include "cc/policies/limits.h"
+#include "cc/policies/prefill.h"
 #include "cc/policies/ranking.h"
 
 namespace kvspec {
@@ -21,12 +22,13 @@ namespace {
 
 class TovaPolicy final : public Policy {
  public:
-  TovaPolicy(size_t budget, size_t recent_window, Aggregation aggregation,
-             size_t heads)
+  TovaPolicy(StepBudgetRule budget, size_t recent_window,
+             Aggregation aggregation, bool protect_newest, size_t heads)
       : Policy(heads),
         budget_(budget),
         recent_window_(recent_window),
         aggregation_(aggregation),
+        protect_newest_(protect_newest),
         latest_(heads) {}
   absl::string_view name() const override { return "tova"; }
 
@@ -46,11 +48,21 @@ class TovaPolicy final : public Policy {
     for (std::vector<float>& latest : latest_) latest.push_back(0.0f);
   }
 
+  // tova.md#at-prefill: each head's latest weights become its last query
+  // row, which covers every kept slot (the newest's own weight included).
+  void RecordQueries(const QueryRows& queries) override {
+    for (size_t h = 0; h < latest_.size(); ++h) {
+      const absl::Span<const float> row = queries.Row(h, queries.rows - 1);
+      std::copy(row.begin(), row.end(), latest_[h].begin());
+    }
+  }
+
   std::vector<size_t> ChooseVictims() override {
     const size_t kept_count = kept().size();
-    const size_t excess = Excess(kept_count, budget_);
+    const std::optional<size_t> budget = budget_.At(prefill_step(), kept_count);
+    const size_t excess = budget.has_value() ? Excess(kept_count, *budget) : 0;
     if (excess == 0) return {};
-    const size_t candidate_end = kept_count - recent_window_;
+    const size_t candidate_end = CandidateEnd();
     if (latest_.size() == 1) {
       return LowestRanked(absl::MakeConstSpan(latest_[0]), kept(),
                           candidate_end, excess);
@@ -79,7 +91,7 @@ class TovaPolicy final : public Policy {
       Combine(aggregation_, absl::MakeConstSpan(latest_), combined_);
       scores = combined_;
     }
-    candidate_end = kept().size() - recent_window_;
+    candidate_end = CandidateEnd();
     return true;
   }
 
@@ -90,14 +102,24 @@ class TovaPolicy final : public Policy {
     } else {
       scores = combined_;
     }
-    candidate_end = kept().size() - recent_window_;
+    candidate_end = CandidateEnd();
     return true;
   }
 
  private:
-  const size_t budget_;
+  // Candidates are the slots before the recent window; at a prefill step
+  // with protect_newest, the newest slot is not one (tova.md#at-prefill).
+  size_t CandidateEnd() const {
+    const size_t protect =
+        protect_newest_ && prefill_step() ? std::max<size_t>(recent_window_, 1)
+                                          : recent_window_;
+    return kept().size() - protect;
+  }
+
+  const StepBudgetRule budget_;
   const size_t recent_window_;
   const Aggregation aggregation_;
+  const bool protect_newest_;
   // Per head, per kept slot: the latest weight, stored as received
   // (binary32; it is ranked as a number, so widening would change nothing).
   std::vector<std::vector<float>> latest_;
@@ -110,9 +132,11 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeTova(const ParameterValues& values,
   const int64_t budget = values.Get("budget");
   const int64_t recent_window = values.Get("recent_window");
   KVSPEC_RETURN_IF_ERROR(CheckRecentWindow("tova", budget, recent_window));
+  KVSPEC_RETURN_IF_ERROR(CheckPrefillRules("tova", values, true, false));
   return std::unique_ptr<Policy>(new TovaPolicy(
-      static_cast<size_t>(budget), static_cast<size_t>(recent_window),
-      static_cast<Aggregation>(values.Get("aggregation")), heads));
+      StepBudgetRule::Of(values), static_cast<size_t>(recent_window),
+      static_cast<Aggregation>(values.Get("aggregation")),
+      values.Get("protect_newest") == 1, heads));
 }
 
 }  // namespace
@@ -123,7 +147,10 @@ const PolicyEntry& TovaEntry() {
        "evicts the lowest latest attention weight outside the recent window",
        "spec/policies/tova.md",
        {BudgetParameter(), RecentWindowParameter(), GranularityParameter(),
-        AggregationParameter(), AdaptiveParameter(), SafeguardParameter()}},
+        AggregationParameter(), AdaptiveParameter(), SafeguardParameter(),
+        PrefillOnlyParameter(), RatioParameter(),
+        {"protect_newest", 0, 0, 1,
+         "1: at a prefill step the newest position is never a candidate"}}},
       &MakeTova};
   return *entry;
 }

@@ -9,6 +9,7 @@
 #include "cc/errors.h"
 #include "cc/harness.h"
 #include "cc/proto_convert.h"
+#include "cc/presets.h"
 #include "cc/registry.h"
 #include "cc/text.h"
 #include "cc/trace.h"
@@ -364,6 +365,35 @@ std::set<std::string> DecidedTraceDefaults(const CaseContext& c) {
   return decided_names;
 }
 
+// Whether another value in [0, 1] of `name` (a parameter of
+// spec/prefill.md or a card's "At prefill") changes the victims of an
+// accepted case.
+bool BinaryParameterDecides(const CaseContext& c, const std::string& name) {
+  if (!c.expected.refusal.ok()) return false;
+  const PolicyConfig other =
+      WithParameter(c.config, name, 1 - EffectiveParameter(c.config, name));
+  return Accepted(other) && DiffersWith(c, other);
+}
+
+// spec/prefill.md#presets: whether the case runs the preset `preset` of
+// its policy: it gives every parameter the preset sets (at the preset's
+// value, or overridden by name, as ExpandPreset does). A label, not a
+// counterfactual: on a one-step prompt a preset may well evict as the
+// card's defaults do (kvpress's StreamingLLM preset is the defaults plus
+// prefill_only), and the case still checks the preset.
+bool RunsPreset(const CaseContext& c, const std::string& preset) {
+  for (const Preset& p : Presets()) {
+    if (p.policy != c.config.name || p.name != preset) continue;
+    for (const Parameter& q : p.parameters) {
+      bool given = false;
+      for (const Parameter& g : c.config.parameters) given = given || g.name == q.name;
+      if (!given) return false;
+    }
+    return true;
+  }
+  return false;
+}
+
 // Whether `flag` decided case `c` (spec/vectors.md#flags).
 bool Decides(const std::string& flag, const CaseContext& c) {
   const std::string& policy = c.config.name;
@@ -537,6 +567,67 @@ bool Decides(const std::string& flag, const CaseContext& c) {
   if (flag == "refusal.attention-value") return RefusedWith(c, ErrorCategory::kAttentionValue);
   if (flag == "refusal.invalid-trace") return RefusedWith(c, ErrorCategory::kInvalidTrace);
   if (flag == "refusal.invalid-heads") return RefusedWith(c, ErrorCategory::kInvalidHeads);
+  if (flag == "prefill.only") return BinaryParameterDecides(c, "prefill_only");
+  if (flag == "prefill.normalize") return BinaryParameterDecides(c, "normalize");
+  if (flag == "prefill.protect-newest") {
+    return BinaryParameterDecides(c, "protect_newest");
+  }
+  if (flag == "prefill.window-budget") {
+    return BinaryParameterDecides(c, "window_budget");
+  }
+  if (flag == "prefill.pooling") return BinaryParameterDecides(c, "pooling");
+  if (flag == "prefill.window-reduce") {
+    return BinaryParameterDecides(c, "window_reduce");
+  }
+  if (flag == "prefill.ratio") {
+    return c.expected.refusal.ok() &&
+           EffectiveParameter(c.config, "ratio_ppm", 0) > 0 &&
+           DiffersWith(c, WithParameter(c.config, "ratio_ppm", 0));
+  }
+  if (flag == "prefill.ratio-binary64") {
+    // One prefill step first: n is its admit. The exact budget in place of
+    // the ratio's.
+    const int64_t ppm = EffectiveParameter(c.config, "ratio_ppm", 0);
+    if (!c.expected.refusal.ok() || ppm == 0 || !explicit_steps ||
+        c.scenario.steps.empty() || c.scenario.steps[0].queries.empty()) {
+      return false;
+    }
+    const int64_t n = c.scenario.steps[0].admit;
+    const int64_t exact = std::max<int64_t>(1, n * (1000000 - ppm) / 1000000);
+    PolicyConfig other = WithParameter(c.config, "ratio_ppm", 0);
+    other = WithParameter(other, "budget", exact);
+    return Accepted(other) && DiffersWith(c, other);
+  }
+  if (flag == "prefill.sinks-last") {
+    const int64_t sinks = EffectiveParameter(c.config, "sinks", 0);
+    for (const StepRecord& step : c.expected.steps) {
+      for (Position victim : step.victims) {
+        if (victim < sinks) return true;
+      }
+    }
+    return false;
+  }
+  if (flag == "preset.kvpress-0.5.5") return RunsPreset(c, "kvpress-0.5.5");
+  if (flag == "preset.official") return RunsPreset(c, "official");
+  if (flag == "preset.kvcache-factory") return RunsPreset(c, "kvcache-factory");
+  if (flag == "order.query-shape-before-weights") {
+    return RefusedWith(c, ErrorCategory::kAttentionLength) &&
+           RepairRevealsAnother(c, [](Scenario& s, size_t i) {
+             ScenarioStep& step = s.steps[i];
+             if (step.attention.has_value() || !step.heads.empty()) {
+               step.queries.clear();
+               return;
+             }
+             uint64_t admitted = 0;
+             for (size_t j = 0; j <= i; ++j) admitted += s.steps[j].admit;
+             const uint32_t heads = s.query_heads.value_or(1);
+             const size_t rows = step.queries.size() / heads;
+             for (size_t k = 0; k < step.queries.size(); ++k) {
+               const uint64_t query = admitted - rows + k % rows;
+               step.queries[k].resize(query + 1, 0.5f);
+             }
+           });
+  }
   if (flag == "heads.granularity") return HeadParameterDecides(c, "granularity");
   if (flag == "heads.aggregation") return HeadParameterDecides(c, "aggregation");
   if (flag == "heads.mean-rounding") {

@@ -2,10 +2,10 @@
 
 Written from spec/ alone: harness (spec/harness.md), arithmetic
 (spec/arithmetic.md), Rng (spec/rng.md), trace generator (spec/trace.md),
-policies (spec/policies/*.md), heads (spec/heads.md) and the conformance
-testee (spec/protocol.md).
+policies (spec/policies/*.md), heads (spec/heads.md), prefill
+(spec/prefill.md) and the conformance testee (spec/protocol.md).
 """
 
-SPEC_VERSION = "0.5.0"
+SPEC_VERSION = "0.6.0"
 PROTOCOL_VERSION = 1
 PORT_VERSION = "0.1.0"

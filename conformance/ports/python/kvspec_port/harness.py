@@ -74,11 +74,13 @@ def make_policy(name: str, parameters: Sequence[Tuple[str, int]], seed: int = 0)
 
 
 def _check_rows(index: int, first: int, row, heads, query_heads: int):
-    """Step checks 3 and 4 (spec/harness.md#refusals, spec/heads.md#rows-per-head).
+    """The rows' part of step check 3 (spec/harness.md#refusals,
+    spec/heads.md#rows-per-head): their number and lengths.
 
     Returns None for null attention, else the rows, head 0 first: with one
     query head the step's `attention` row as given; with several, a
-    (query_heads, first) binary64 array.
+    (query_heads, first) binary64 array. Their weights are checked by
+    `_check_row_weights` (check 4).
     """
     if query_heads == 1:
         if heads:
@@ -92,9 +94,6 @@ def _check_rows(index: int, first: int, row, heads, query_heads: int):
                 ATTENTION_LENGTH,
                 f"step {index}: row has {len(row)} weights, {first} positions were admitted before",
             )
-        for i, w in enumerate(row):
-            if not weight_ok(w):
-                raise Refusal(ATTENTION_VALUE, f"step {index}: weight {i} is {w!r}")
         return row
     if row is None and not heads:
         return None  # null for every head at once
@@ -111,32 +110,106 @@ def _check_rows(index: int, first: int, row, heads, query_heads: int):
                 ATTENTION_LENGTH,
                 f"step {index}: head {h}'s row has {len(r)} weights, {first} positions were admitted before",
             )
-    rows = np.asarray(heads, dtype=np.float64).reshape(query_heads, first)
+    return np.asarray(heads, dtype=np.float64).reshape(query_heads, first)
+
+
+def _check_row_weights(index: int, rows, query_heads: int) -> None:
+    """The rows' part of step check 4: every weight, head 0 first, index 0 up."""
+    if rows is None:
+        return
+    if query_heads == 1:
+        for i, w in enumerate(rows):
+            if not weight_ok(w):
+                raise Refusal(ATTENTION_VALUE, f"step {index}: weight {i} is {w!r}")
+        return
     # spec/harness.md#attention-weights: finite, sign bit clear.
     bad = ~np.isfinite(rows) | np.signbit(rows)
     if bad.any():
-        h, i = divmod(int(np.argmax(bad.ravel())), first)  # head 0 first, index 0 up
+        h, i = divmod(int(np.argmax(bad.ravel())), rows.shape[1])  # head 0 first, index 0 up
         raise Refusal(ATTENTION_VALUE, f"step {index}: head {h}, weight {i} is {rows[h, i]!r}")
-    return rows
+
+
+def _check_queries(index: int, first: int, admit: int, row, heads, queries, query_heads: int):
+    """The query rows' part of step check 3 (spec/prefill.md#checks), after
+    the rows': no `attention` and no `heads` row; their number a multiple of
+    Hq; m at most `admit`; then each row, head 0 first and in ascending query
+    position, has q + 1 weights for its query q. ATTENTION_LENGTH.
+
+    Returns None (no query rows) or (m, rows): rows[h][j] is head h's row of
+    query first + admit - m + j, as a binary64 array (exact: binary32 values).
+    """
+    if not queries:
+        return None
+    if row is not None or heads:
+        raise Refusal(ATTENTION_LENGTH, f"step {index}: a step with query rows carries no other row")
+    total = len(queries)
+    if total % query_heads != 0:
+        raise Refusal(
+            ATTENTION_LENGTH, f"step {index}: {total} query rows is not a multiple of {query_heads} query heads"
+        )
+    m = total // query_heads
+    if m > admit:
+        raise Refusal(ATTENTION_LENGTH, f"step {index}: {m} query rows per head, the step admits {admit}")
+    q0 = first + admit - m  # the chunk's last m positions
+    for t, r in enumerate(queries):
+        h, j = divmod(t, m)
+        if len(r) != q0 + j + 1:
+            raise Refusal(
+                ATTENTION_LENGTH,
+                f"step {index}: head {h}'s query row for position {q0 + j} has {len(r)} weights, want {q0 + j + 1}",
+            )
+    rows = [[np.asarray(queries[h * m + j], dtype=np.float64) for j in range(m)] for h in range(query_heads)]
+    return m, rows
+
+
+def _check_query_weights(index: int, prefill) -> None:
+    """The query rows' part of step check 4 (spec/prefill.md#checks): every
+    weight, head 0 first, then ascending query position, index 0 up."""
+    if prefill is None:
+        return
+    m, rows = prefill
+    for h, head_rows in enumerate(rows):
+        for j, r in enumerate(head_rows):
+            bad = ~np.isfinite(r) | np.signbit(r)
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise Refusal(ATTENTION_VALUE, f"step {index}: head {h}, query row {j}, weight {i} is {r[i]!r}")
+
+
+def _gather_queries(rows, kept_after, m: int):
+    """spec/prefill.md#what-a-policy-sees: each query row gathered at the
+    set's kept positions after admission that it covers; the j-th (of m)
+    has n - m + 1 + j weights, in kept order, bit for bit."""
+    idx = np.asarray(kept_after, dtype=np.intp)
+    n = len(idx)
+    return [r[idx[:n - m + 1 + j]] for j, r in enumerate(rows)]
 
 
 def run_steps(policy: Policy, steps, log: EvictionLog, query_heads: int = 1, sets=None) -> None:
-    """Explicit steps: (admit, row or None, heads), spec/harness.md#refusals
-    through a scenario. `heads`: the rows of spec/heads.md#rows-per-head
-    (a list of rows, empty when absent).
+    """Explicit steps: (admit, row or None, heads, queries),
+    spec/harness.md#refusals through a scenario. `heads`: the rows of
+    spec/heads.md#rows-per-head (a list of rows, empty when absent);
+    `queries`: the query rows of spec/prefill.md#query-rows (empty when
+    absent).
 
     With `sets` (a list of heads.KeptSet), the run is that of a policy that
     reads attention over several heads; otherwise `policy` is the run's one
     kept set.
     """
     first = 0
-    for index, (admit, row, heads) in enumerate(steps):
+    for index, (admit, row, heads, queries) in enumerate(steps):
         try:
             if admit < 1:
                 raise Refusal(POSITION, f"step {index} admits no position")
             if first + admit - 1 > MAX_POSITION:
                 raise Refusal(POSITION, f"step {index}: positions run past 2^32 - 1")
+            # Check 3: the rows' lengths, then the query rows' shape; check
+            # 4: the rows' weights, then the query rows' weights.
             rows = _check_rows(index, first, row, heads, query_heads)
+            prefill = _check_queries(index, first, admit, row, heads, queries, query_heads)
+            _check_row_weights(index, rows, query_heads)
+            _check_query_weights(index, prefill)
+            chunk = range(first, first + admit)
             if sets is None:
                 attention = None
                 if rows is not None and query_heads == 1:
@@ -144,7 +217,13 @@ def run_steps(policy: Policy, steps, log: EvictionLog, query_heads: int = 1, set
                     attention = [row[p] for p in policy.kept]
                 # With several heads the one set's policy reads no attention
                 # (spec/heads.md#policies-that-do-not-read-attention).
-                log.steps.append(policy.step_unchecked(first, admit, attention))
+                gathered = None
+                if prefill is not None:
+                    m, qrows = prefill
+                    gathered = (m, None)
+                    if query_heads == 1 and policy.READS_ATTENTION:
+                        gathered = (m, _gather_queries(qrows[0], policy.kept + list(chunk), m))
+                log.steps.append(policy.step_unchecked(first, admit, attention, gathered))
             else:
                 outcomes = []
                 for ks in sets:
@@ -152,7 +231,13 @@ def run_steps(policy: Policy, steps, log: EvictionLog, query_heads: int = 1, set
                     if rows is not None:
                         # Each head's own row at its set's kept positions.
                         gathered = rows[ks.first_head:ks.end_head][:, np.asarray(ks.kept, dtype=np.intp)]
-                    outcomes.append(ks.step(first, admit, gathered))
+                    gathered_queries = None
+                    if prefill is not None:
+                        m, qrows = prefill
+                        kept_after = ks.kept + list(chunk)
+                        gathered_queries = (m, [_gather_queries(qrows[h], kept_after, m)
+                                                for h in range(ks.first_head, ks.end_head)])
+                    outcomes.append(ks.step(first, admit, gathered, gathered_queries))
                 # Sets sharing a budget evict together (spec/heads.md#head-adaptive-budgets).
                 evict_shared(sets, outcomes)
                 if len(outcomes) == 1:
@@ -219,13 +304,13 @@ def run_scenario(name, parameters, seed, steps=None, trace_config=None,
                  query_heads=None, kv_heads=None) -> EvictionLog:
     """Run one configuration over one scenario.
 
-    `steps`: list of (admit, row-or-None[, heads]); `trace_config`: a
+    `steps`: list of (admit, row-or-None[, heads[, queries]]); `trace_config`: a
     TraceConfig proto (or None). Both given is INVALID_TRACE. `query_heads`,
     `kv_heads`: the scenario's head counts, None when absent (1).
     """
     log = EvictionLog()
-    # (admit, row) is (admit, row, no heads).
-    steps = [tuple(st) if len(st) == 3 else (st[0], st[1], ()) for st in steps or []]
+    # (admit, row) is (admit, row, no heads, no query rows).
+    steps = [tuple(st) + ((), ())[len(st) - 2:] for st in steps or []]
     try:
         # 1. the configuration.
         cls, values = configure(name, parameters)

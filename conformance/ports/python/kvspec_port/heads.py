@@ -130,6 +130,8 @@ class KeptSet:
     """
 
     def __init__(self, cls, values: dict, first_head: int, end_head: int, shared: bool) -> None:
+        self.cls = cls
+        self.values = values
         self.first_head = first_head
         self.end_head = end_head
         self.budget = values["budget"]
@@ -137,16 +139,22 @@ class KeptSet:
         self.aggregation = values["aggregation"]
         self.shared = shared
         self.kept: List[int] = []
+        # The current step's number of query rows (None at a decode step).
+        self.prefill_m: Optional[int] = None
         # Score policies never use their Rng (spec/policies/*.md#notes).
         self.heads = [cls(values, None) for _ in range(first_head, end_head)]
         for head in self.heads:
             head.kept = self.kept
 
-    def step(self, first: int, count: int, rows: Optional[np.ndarray]) -> StepOutcome:
-        """One step of spec/harness.md#the-decode-step for every head of the set.
+    def step(self, first: int, count: int, rows: Optional[np.ndarray], queries=None) -> StepOutcome:
+        """One step of spec/harness.md#the-decode-step, or of
+        spec/prefill.md#the-prefill-step, for every head of the set.
 
         `rows`: None (null attention) or, per head of the set, its row
         gathered at the set's kept positions (spec/heads.md#what-each-head-records).
+        `queries`: None at a decode step; at a prefill step (m, per head of
+        the set its m query rows gathered at the set's kept positions after
+        admission, spec/prefill.md#what-a-policy-sees).
         A set sharing a budget evicts nothing here (step 1 of
         spec/heads.md#head-adaptive-budgets): `evict_shared` completes its record.
         """
@@ -158,8 +166,21 @@ class KeptSet:
         for head in self.heads:
             head.admitted(count)
             head.next_min = first + count
+        self.prefill_m = None
+        if queries is not None:
+            m, per_head = queries
+            self.prefill_m = m
+            for head, head_rows in zip(self.heads, per_head):
+                head.record_queries(m, head_rows)
         victims, cut = ([], []) if self.shared else self.evict()
         return StepOutcome(victims, len(self.kept), query, cut)
+
+    def plan(self) -> Tuple[int, int]:
+        """(k, c): this step evicts k positions (none if k <= 0) from the
+        candidates, kept slots [0, c) (the policy's eviction_plan: the step
+        budget of spec/prefill.md#when-a-policy-evicts, and the prefill
+        rule's candidates at a prefill step)."""
+        return self.cls.eviction_plan(self.values, len(self.kept), self.prefill_m)
 
     def combined(self) -> np.ndarray:
         """The set's combined score per kept slot
@@ -169,12 +190,11 @@ class KeptSet:
 
     def evict(self):
         kept = self.kept
-        n = len(kept)
-        k = n - self.budget
+        k, c = self.plan()
         if k <= 0:
             return [], []
         combined = self.combined()
-        victim_slots, victims, cut = rank(combined, kept, k, n - self.recent_window)
+        victim_slots, victims, cut = rank(combined, kept, k, c)
         self.remove(victim_slots)
         return victims, cut
 
@@ -206,12 +226,14 @@ def evict_shared(sets: KeptSets, outcomes: Sequence[StepOutcome]) -> None:
     # pairs go (none when the sets keep at most L: the walk stops at once).
     excess = sum(counts) - budget * len(sets)
     # 3. The candidates: every set's kept slots outside its own recent
-    # window (slots [0, n - recent_window), none when n <= recent_window),
-    # each with its set's combined score.
+    # window (slots [0, n - recent_window), none when n <= recent_window;
+    # at a prefill step, the prefill rule's candidates: tova's
+    # `protect_newest` leaves out the newest slot), each with its set's
+    # combined score.
     scores, positions, set_ids, slots = [], [], [], []
     for s, ks in enumerate(sets):
         slot = np.arange(counts[s])
-        candidate = slot < counts[s] - ks.recent_window
+        candidate = slot < ks.plan()[1]
         scores.append(ks.combined()[candidate])
         positions.append(np.asarray(ks.kept)[candidate])
         set_ids.append(np.full(counts[s], s)[candidate])

@@ -91,6 +91,7 @@ def handle_request(req) -> "cpb.PortMessage":
                 st.admit,
                 list(st.attention.weights) if st.HasField("attention") else None,
                 [list(h.weights) for h in st.heads],  # spec/heads.md#rows-per-head
+                [list(q.weights) for q in st.queries],  # spec/prefill.md#query-rows
             )
             for st in sc.steps
         ]

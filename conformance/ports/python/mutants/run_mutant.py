@@ -28,16 +28,16 @@ def mutant(name, policies, rule):
 
 def _score_evict(order_key, sort_victims=True, recent_delta=0):
     """ScorePolicy.evict with the ranking key, the victim order or the
-    recent window changed."""
-    def evict(self):
+    recent window changed (the step budget and the prefill candidates of
+    spec/prefill.md as the port has them: `eviction_plan`)."""
+    def evict(self, prefill_m=None):
         n = len(self.kept)
-        k = n - self.budget
+        recent = max(0, self.params["recent_window"] + recent_delta)
+        k, m = self.eviction_plan(dict(self.params, recent_window=recent), n, prefill_m)
         if k <= 0:
             return [], []
-        scores = self.scores()
+        scores = [float(x) for x in self.scores()]
         kept = self.kept
-        recent = max(0, self.params["recent_window"] + recent_delta)
-        m = n - recent
         ranked = sorted(range(m), key=lambda i: order_key(scores[i], kept[i]))
         ranked = ranked[: min(m, k + 4)]
         victim_slots = ranked[:k]
@@ -118,8 +118,8 @@ def _():
 def _():
     original = base.Policy.step_unchecked
 
-    def step_unchecked(self, first, count, attention):
-        if attention is None and isinstance(self, snapkv.SnapKvPolicy):
+    def step_unchecked(self, first, count, attention, prefill=None):
+        if attention is None and prefill is None and isinstance(self, snapkv.SnapKvPolicy):
             if self.columns is None and self.pending[self.cursor] is None:
                 self.pending[self.cursor] = {}  # the skipped index reads +0.0
             if self.columns is None and self.recorded >= self.obs:
@@ -128,7 +128,7 @@ def _():
                 self.pending = None
             self.cursor = (self.cursor + 1) % self.obs
             self.recorded += 1
-        return original(self, first, count, attention)
+        return original(self, first, count, attention, prefill)
     base.Policy.step_unchecked = step_unchecked
 
 
@@ -136,10 +136,10 @@ def _():
 def _():
     original = base.Policy.step_unchecked
 
-    def step_unchecked(self, first, count, attention):
+    def step_unchecked(self, first, count, attention, prefill=None):
         if attention is not None and len(attention) == 0:
             attention = None
-        return original(self, first, count, attention)
+        return original(self, first, count, attention, prefill)
     base.Policy.step_unchecked = step_unchecked
 
 
@@ -169,7 +169,7 @@ def _():
 
 @mutant("draws-descending", "random", "random.md#draws: draws index the candidates in descending order")
 def _():
-    def evict(self):
+    def evict(self, prefill_m=None):
         kept = self.kept
         n = len(kept)
         k = n - self.budget
@@ -185,21 +185,22 @@ def _():
 
 @mutant("one-sink-too-few", "streamingllm", "streamingllm.md: sinks - 1 positions kept for good")
 def _():
-    original = streamingllm.StreamingLlmPolicy.evict
+    # The port counts the kept sinks as they are admitted.
+    original = streamingllm.StreamingLlmPolicy.admitted
 
-    def evict(self):
+    def admitted(self, count):
         saved = self.params["sinks"]
         self.params["sinks"] = max(0, saved - 1)
         try:
-            return original(self)
+            return original(self, count)
         finally:
             self.params["sinks"] = saved
-    streamingllm.StreamingLlmPolicy.evict = evict
+    streamingllm.StreamingLlmPolicy.admitted = admitted
 
 
 @mutant("seed-pytorch-cache", "streamingllm", "streamingllm.md#chunked-admission: chunks as the seed's PyTorch cache")
 def _():
-    def evict(self):
+    def evict(self, prefill_m=None):
         s = self.params["sinks"]
         w = self.budget - s
         cap = s + w
@@ -228,7 +229,7 @@ def _():
 
 @mutant("nan-at-evicted-position-accepted", "", "harness.md#refusals: only the kept weights are checked")
 def _():
-    from kvspec_port.errors import ATTENTION_LENGTH, Refusal
+    from kvspec_port.errors import ATTENTION_LENGTH, POSITION, Refusal
 
     original = harness.run_steps
 
@@ -236,15 +237,28 @@ def _():
         if query_heads != 1:
             return original(policy, steps, log, query_heads, sets)
         first = 0
-        for index, (admit, row, _heads) in enumerate(steps):
+        for index, (admit, row, _heads, queries) in enumerate(steps):
             try:
                 attention = None
                 if row is not None:
                     if len(row) != first:
                         raise Refusal(ATTENTION_LENGTH, f"step {index}: row length")
                     attention = [row[p] for p in policy.kept]
-                # Policy.step checks only the gathered (kept) weights.
-                log.steps.append(policy.step(first, admit, attention))
+                if queries:
+                    # Query rows (spec/prefill.md) as the port checks them.
+                    if admit < 1:
+                        raise Refusal(POSITION, f"step {index} admits no position")
+                    prefill = harness._check_queries(index, first, admit, row, _heads, queries, 1)
+                    harness._check_query_weights(index, prefill)
+                    m, rows = prefill
+                    gathered = None
+                    if policy.READS_ATTENTION:
+                        kept_after = policy.kept + list(range(first, first + admit))
+                        gathered = harness._gather_queries(rows[0], kept_after, m)
+                    log.steps.append(policy.step_unchecked(first, admit, None, (m, gathered)))
+                else:
+                    # Policy.step checks only the gathered (kept) weights.
+                    log.steps.append(policy.step(first, admit, attention))
             except Refusal as r:
                 log.rejection = (r.category, index, r.message)
                 return

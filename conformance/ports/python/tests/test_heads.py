@@ -179,7 +179,11 @@ def test_defaults_and_order(name):
     assert values["granularity"] == KV_HEAD and values["aggregation"] == MEAN
     assert values["adaptive"] == 0 and values["safeguard_permille"] == 200
     names = [p[0] for p in cls.PARAMS]
-    assert names[-4:] == ["granularity", "aggregation", "adaptive", "safeguard_permille"]
+    # spec/heads.md#parameters: after the policy's own parameters; since spec
+    # 0.6.0 the prefill parameters follow them (spec/prefill.md#when-a-policy-evicts).
+    i = names.index("granularity")
+    assert names[i:i + 6] == ["granularity", "aggregation", "adaptive", "safeguard_permille",
+                              "prefill_only", "ratio_ppm"]
 
 
 @pytest.mark.parametrize(

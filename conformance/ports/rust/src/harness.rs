@@ -1,10 +1,11 @@
 //! The decode loop every policy runs in: steps, validation and refusals,
 //! gathering, admission, eviction and the eviction log; with several heads,
-//! one kept set per granularity unit. Spec: spec/harness.md, spec/heads.md.
+//! one kept set per granularity unit; prefill steps, which carry query rows.
+//! Spec: spec/harness.md, spec/heads.md, spec/prefill.md.
 
 use crate::error::{Category, Refusal, Result};
 use crate::heads::{combine, floor_of, sets_of, shared_victim_counts, Aggregation, HeadCounts, Pair};
-use crate::policies::{self, rank, Policy, Selection};
+use crate::policies::{self, rank, Policy, QueryRows, Selection};
 use crate::trace::{TraceGenerator, TraceParams};
 
 /// The highest position (spec/harness.md#positions).
@@ -117,6 +118,21 @@ impl KeptSet {
         self.states[0].record(attention);
     }
 
+    /// Prefill: hand each covered head its `m` query rows (`queries`, the
+    /// step's `Hq x m` rows, head 0's first) gathered at this set's kept
+    /// positions after admission (spec/prefill.md#what-a-policy-sees); the
+    /// step's queries are its last `m` positions, ending at `last`.
+    fn record_queries(&mut self, queries: &[&[f32]], m: usize, last: u64) {
+        if !self.reads_attention() {
+            return;
+        }
+        let first_query = last + 1 - m as u64;
+        for (state, &h) in self.states.iter_mut().zip(&self.heads) {
+            let rows = QueryRows::new(&self.kept, &queries[h * m..(h + 1) * m], first_query);
+            state.record_queries(&rows);
+        }
+    }
+
     fn admit(&mut self, first: u64, count: u64) {
         for p in first..first + count {
             self.kept.push(p as u32);
@@ -126,17 +142,21 @@ impl KeptSet {
         }
     }
 
-    /// Evict down to the budget (spec/harness.md#victims): score-based
-    /// policies rank the heads' combined scores
-    /// (spec/heads.md#combining-heads-at-ranking-time).
-    fn evict(&mut self, query_cache_position: u32) -> StepRecord {
+    /// Evict down to the step budget (spec/harness.md#victims,
+    /// spec/prefill.md#when-a-policy-evicts): a set keeping `n` (of which
+    /// the policy counts `counted`) with step budget `B < counted` loses
+    /// `counted - B`. Score-based policies rank the heads' combined scores
+    /// (spec/heads.md#combining-heads-at-ranking-time), at a prefill step
+    /// those of the policy's prefill rule.
+    fn evict(&mut self, query_cache_position: u32, prefill: bool) -> StepRecord {
         let mut record = StepRecord { query_cache_position, ..Default::default() };
-        if let Some(budget) = self.states[0].budget() {
-            let n = self.kept.len() as u64;
-            if n > budget {
-                let k = (n - budget) as usize;
-                let sel = if self.states[0].scores().is_some() {
-                    rank(&self.kept, &self.combined_scores(), self.candidates(), k)
+        let n = self.kept.len();
+        if let Some(budget) = self.states[0].step_budget(n, prefill) {
+            let counted = self.states[0].counted(n, prefill) as u64;
+            if counted > budget {
+                let k = (counted - budget) as usize;
+                let sel = if self.reads_attention() {
+                    rank(&self.kept, &self.combined_scores(prefill), self.candidates(prefill), k)
                 } else {
                     self.states[0].choose_victims(&self.kept, k)
                 };
@@ -149,8 +169,8 @@ impl KeptSet {
 
     /// A score-based set's combined score of every kept slot
     /// (spec/heads.md#combining-heads-at-ranking-time).
-    fn combined_scores(&self) -> Vec<f64> {
-        let per_head: Vec<Vec<f64>> = self.states.iter().map(|s| s.scores().unwrap()).collect();
+    fn combined_scores(&self, prefill: bool) -> Vec<f64> {
+        let per_head: Vec<Vec<f64>> = self.states.iter().map(|s| s.scores(prefill).unwrap()).collect();
         if per_head.len() == 1 {
             // (+0.0 + x) / 1 and max(x) are x, bit for bit.
             per_head.into_iter().next().unwrap()
@@ -160,10 +180,11 @@ impl KeptSet {
     }
 
     /// How many kept slots, from the oldest, are candidates: those outside
-    /// the set's own recent window (spec/harness.md#protected-positions).
-    /// Under a shared budget a set may keep fewer than its window.
-    fn candidates(&self) -> usize {
-        self.kept.len().saturating_sub(self.states[0].recent_window())
+    /// the set's own recent window (spec/harness.md#protected-positions),
+    /// and at a prefill step outside what the policy's prefill rule
+    /// protects. Under a shared budget a set may keep fewer than its window.
+    fn candidates(&self, prefill: bool) -> usize {
+        self.states[0].candidates(self.kept.len(), prefill)
     }
 
     /// Remove the `k` victims of `sel` from the set and every head's state,
@@ -247,7 +268,7 @@ impl Engine {
         self.set.admit(first, count);
         self.next = first + count;
         // 3. Evict.
-        Ok(self.set.evict(query_cache_position))
+        Ok(self.set.evict(query_cache_position, false))
     }
 }
 
@@ -260,6 +281,8 @@ pub struct Layer {
     shared: Option<SharedBudget>,
     /// Scratch for gathering a head's row.
     gathered: Vec<f32>,
+    /// `Hq`: a prefill step carries `Hq x m` query rows.
+    query_heads: usize,
 }
 
 impl Layer {
@@ -297,7 +320,7 @@ impl Layer {
             }
             _ => None,
         };
-        Ok(Layer { sets, shared, gathered: Vec::new() })
+        Ok(Layer { sets, shared, gathered: Vec::new(), query_heads: heads.query as usize })
     }
 
     /// Does any kept set read attention? (All or none do: every set is
@@ -306,14 +329,38 @@ impl Layer {
         self.sets.iter().any(|s| s.reads_attention())
     }
 
-    /// One validated step: `rows` holds one full-cache row per query head,
-    /// or is `None` (null attention for every head). Returns the step's
-    /// record (spec/heads.md#the-eviction-log).
-    fn step(&mut self, first: u64, count: u64, rows: Option<&[&[f32]]>) -> StepRecord {
+    /// One validated step: one full-cache row per query head, null
+    /// attention for every head, or query rows (a prefill step). Returns
+    /// the step's record (spec/heads.md#the-eviction-log).
+    fn step(&mut self, first: u64, count: u64, rows: &StepRows) -> StepRecord {
         match rows {
-            Some(rows) => self.step_with(first, count, Some(&|h: usize, p: u32| rows[h][p as usize])),
-            None => self.step_with(first, count, None::<&fn(usize, u32) -> f32>),
+            StepRows::Rows(rows) => self.step_with(first, count, Some(&|h: usize, p: u32| rows[h][p as usize])),
+            StepRows::Null => self.step_with(first, count, None::<&fn(usize, u32) -> f32>),
+            StepRows::Queries(queries) => self.step_prefill(first, count, queries),
         }
+    }
+
+    /// One validated prefill step (spec/prefill.md#the-prefill-step), with
+    /// `queries` the step's `Hq x m` query rows: each set, in set order,
+    /// admits the chunk, hands each covered head its gathered query rows,
+    /// then evicts by its step budget with the prefill rule's scores and
+    /// candidates; under a shared budget the sets evict together once all
+    /// have recorded.
+    fn step_prefill(&mut self, first: u64, count: u64, queries: &[&[f32]]) -> StepRecord {
+        let m = queries.len() / self.query_heads;
+        let last = first + count - 1;
+        let mut records = Vec::with_capacity(self.sets.len());
+        for set in &mut self.sets {
+            let query_cache_position = set.kept.len() as u32;
+            set.admit(first, count);
+            set.record_queries(queries, m, last);
+            if self.shared.is_none() {
+                records.push(set.evict(query_cache_position, true));
+            } else {
+                records.push(StepRecord { query_cache_position, ..Default::default() });
+            }
+        }
+        self.finish_step(records, true)
     }
 
     /// One validated step, each head's weights given by `weight(h, p)` (or
@@ -330,13 +377,19 @@ impl Layer {
             }
             set.admit(first, count);
             if self.shared.is_none() {
-                records.push(set.evict(query_cache_position));
+                records.push(set.evict(query_cache_position, false));
             } else {
                 records.push(StepRecord { query_cache_position, ..Default::default() });
             }
         }
+        self.finish_step(records, false)
+    }
+
+    /// Under a shared budget, the sets' joint eviction; then the step's
+    /// record: one set's in the step's own fields, several in `sets`.
+    fn finish_step(&mut self, mut records: Vec<StepRecord>, prefill: bool) -> StepRecord {
         if let Some(shared) = self.shared {
-            self.evict_shared(shared, &mut records);
+            self.evict_shared(shared, &mut records, prefill);
         }
         if records.len() == 1 {
             records.pop().unwrap()
@@ -353,22 +406,26 @@ impl Layer {
     /// joint order restricted to the set, so its victims and cut are those
     /// of `rank` with the set's victim count; a set that loses nothing
     /// logs no cut. Fills each set's victims, cut and kept count.
-    fn evict_shared(&mut self, shared: SharedBudget, records: &mut [StepRecord]) {
+    /// `adaptive` 1 requires `prefill_only` 0 and `ratio_ppm` 0 (and
+    /// `window_budget` 0), so the step budget is `budget` and every kept
+    /// slot counts, at a prefill step too; the prefill rule still decides
+    /// the scores and the candidates (`tova`'s `protect_newest`).
+    fn evict_shared(&mut self, shared: SharedBudget, records: &mut [StepRecord], prefill: bool) {
         let kept: Vec<u64> = self.sets.iter().map(|s| s.kept.len() as u64).collect();
         let total: u64 = kept.iter().sum();
         let layer_budget = shared.budget * self.sets.len() as u64;
         if total > layer_budget {
-            let scores: Vec<Vec<f64>> = self.sets.iter().map(|s| s.combined_scores()).collect();
+            let scores: Vec<Vec<f64>> = self.sets.iter().map(|s| s.combined_scores(prefill)).collect();
             let mut pairs = Vec::with_capacity(total as usize);
             for (s, set) in self.sets.iter().enumerate() {
-                for (&position, &score) in set.kept.iter().zip(&scores[s]).take(set.candidates()) {
+                for (&position, &score) in set.kept.iter().zip(&scores[s]).take(set.candidates(prefill)) {
                     pairs.push(Pair { score, position, set: s });
                 }
             }
             let lost = shared_victim_counts(&mut pairs, &kept, total - layer_budget, shared.floor);
             for (s, set) in self.sets.iter_mut().enumerate() {
                 if lost[s] > 0 {
-                    let sel = rank(&set.kept, &scores[s], set.candidates(), lost[s]);
+                    let sel = rank(&set.kept, &scores[s], set.candidates(prefill), lost[s]);
                     set.remove(sel, lost[s], &mut records[s]);
                 }
             }
@@ -388,25 +445,45 @@ struct SharedBudget {
 }
 
 /// One step of an explicit scenario, as on the wire: how many it admits,
-/// `row` (the proto's `attention`: one full-cache row, `None` if absent) and
-/// `heads` (one row per query head when there are several).
+/// `row` (the proto's `attention`: one full-cache row, `None` if absent),
+/// `heads` (one row per query head when there are several) and `queries`
+/// (the query rows of a prefill step, `Hq x m` of them, head 0's first;
+/// spec/prefill.md#query-rows).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ScenarioStep {
     pub admit: u32,
     pub row: Option<Vec<f32>>,
     pub heads: Vec<Vec<f32>>,
+    pub queries: Vec<Vec<f32>>,
 }
 
 impl ScenarioStep {
     /// A single-head step: `row` is its full-cache row (`None` is null).
     pub fn single(admit: u32, row: Option<Vec<f32>>) -> Self {
-        ScenarioStep { admit, row, heads: Vec::new() }
+        ScenarioStep { admit, row, ..Default::default() }
     }
 
     /// A multi-head step: one row per query head (empty is null attention).
     pub fn per_head(admit: u32, heads: Vec<Vec<f32>>) -> Self {
-        ScenarioStep { admit, row: None, heads }
+        ScenarioStep { admit, heads, ..Default::default() }
     }
+
+    /// A prefill step: its query rows, `Hq x m`, head 0's first.
+    pub fn prefill(admit: u32, queries: Vec<Vec<f32>>) -> Self {
+        ScenarioStep { admit, queries, ..Default::default() }
+    }
+}
+
+/// What a validated step carries (spec/harness.md#scenarios,
+/// spec/prefill.md#query-rows).
+#[derive(Debug)]
+enum StepRows<'a> {
+    /// Null attention for every head.
+    Null,
+    /// One full-cache row per query head.
+    Rows(Vec<&'a [f32]>),
+    /// A prefill step's query rows, `Hq x m`, head 0's first.
+    Queries(Vec<&'a [f32]>),
 }
 
 /// A scenario: explicit steps or a generated trace (spec/harness.md#scenarios).
@@ -448,7 +525,7 @@ pub fn run_scenario_with_heads(
             let mut next: u64 = 0;
             for (index, step) in steps.iter().enumerate() {
                 match check_explicit_step(next, step, heads.query as usize) {
-                    Ok(rows) => log.steps.push(layer.step(next, step.admit as u64, rows.as_deref())),
+                    Ok(rows) => log.steps.push(layer.step(next, step.admit as u64, &rows)),
                     Err(refusal) => {
                         refuse(&mut log, refusal, index as i32);
                         return log;
@@ -526,17 +603,46 @@ fn run_multi_head_trace(layer: &mut Layer, params: &TraceParams, heads: HeadCoun
 }
 
 /// The checks of spec/harness.md#refusals for one step of a scenario with
-/// `hq` query heads, in order (spec/heads.md#rows-per-head): the positions,
-/// then the rows (their number, then each row's length, head 0 first), then
-/// every weight of every row (head 0 first, index 0 up). Returns the rows,
-/// one per query head, or `None` for null attention.
-fn check_explicit_step(first: u64, step: &ScenarioStep, hq: usize) -> Result<Option<Vec<&[f32]>>> {
+/// `hq` query heads, in order (spec/heads.md#rows-per-head,
+/// spec/prefill.md#checks): the positions; then the rows (their number,
+/// then each row's length, head 0 first), then the query rows' shape;
+/// then every weight of every row (head 0 first, index 0 up), then every
+/// weight of every query row. Returns what the step carries.
+fn check_explicit_step(first: u64, step: &ScenarioStep, hq: usize) -> Result<StepRows<'_>> {
     if step.admit == 0 {
         return Err(Refusal::new(Category::Position, "a step must admit at least one position"));
     }
     if first + (step.admit as u64 - 1) > MAX_POSITION {
         return Err(Refusal::new(Category::Position, "positions run past 2^32 - 1"));
     }
+    let rows = check_rows_shape(first, step, hq)?;
+    let has_queries = !step.queries.is_empty();
+    if has_queries {
+        check_queries_shape(first, step, hq)?;
+    }
+    for (h, row) in rows.iter().flatten().enumerate() {
+        check_weights(row).map_err(|r| Refusal::new(r.category, format!("head {h}: {}", r.message)))?;
+    }
+    if has_queries {
+        let m = step.queries.len() / hq;
+        for (r, row) in step.queries.iter().enumerate() {
+            check_weights(row).map_err(|e| {
+                Refusal::new(e.category, format!("head {}, query row {}: {}", r / m, r % m, e.message))
+            })?;
+        }
+        return Ok(StepRows::Queries(step.queries.iter().map(|r| r.as_slice()).collect()));
+    }
+    Ok(match rows {
+        None => StepRows::Null,
+        Some(rows) => StepRows::Rows(rows),
+    })
+}
+
+/// Step check 3, the rows (spec/heads.md#rows-per-head): with one query
+/// head the row is `attention` and `heads` is empty; with several,
+/// `attention` is absent and `heads` holds `hq` rows; then each row has one
+/// weight per position admitted before the step. `None`: no row.
+fn check_rows_shape(first: u64, step: &ScenarioStep, hq: usize) -> Result<Option<Vec<&[f32]>>> {
     let rows: Vec<&[f32]> = if hq == 1 {
         if !step.heads.is_empty() {
             return Err(Refusal::new(
@@ -576,10 +682,41 @@ fn check_explicit_step(first: u64, step: &ScenarioStep, hq: usize) -> Result<Opt
             ));
         }
     }
-    for (h, row) in rows.iter().enumerate() {
-        check_weights(row).map_err(|r| Refusal::new(r.category, format!("head {h}: {}", r.message)))?;
-    }
     Ok(Some(rows))
+}
+
+/// Step check 3, the query rows (spec/prefill.md#checks), after the rows'
+/// checks: no `attention` and no `heads` row beside them; their number a
+/// multiple of `hq`; `m` at most the step's `admit`; then each row, head 0
+/// first and within a head in ascending query position, has `q + 1`
+/// weights for its query `q` (the step's last `m` positions). Every
+/// failure is `ATTENTION_LENGTH`.
+fn check_queries_shape(first: u64, step: &ScenarioStep, hq: usize) -> Result<()> {
+    let refuse = |m: String| Err(Refusal::new(Category::AttentionLength, m));
+    if step.row.is_some() || !step.heads.is_empty() {
+        return refuse("a step with query rows carries no `attention` and no `heads` row".into());
+    }
+    let rows = step.queries.len();
+    if !rows.is_multiple_of(hq) {
+        return refuse(format!("{rows} query rows are not a multiple of the {hq} query heads"));
+    }
+    let m = rows / hq;
+    if m as u64 > step.admit as u64 {
+        return refuse(format!("{m} query rows per head, but the step admits {}", step.admit));
+    }
+    let first_query = first + step.admit as u64 - m as u64;
+    for (r, row) in step.queries.iter().enumerate() {
+        let q = first_query + (r % m) as u64;
+        if row.len() as u64 != q + 1 {
+            return refuse(format!(
+                "head {}: the query row of position {q} has {} weights, a causal row has {}",
+                r / m,
+                row.len(),
+                q + 1
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1099,13 +1236,13 @@ mod heads_tests {
         // The row count before any row's length or weight.
         assert_eq!(with(ScenarioStep::per_head(1, vec![vec![f32::NAN]]), hc(2, 1)), al);
         // `attention` with several heads, even beside the right rows.
-        let both = ScenarioStep { admit: 1, row: Some(vec![0.5, 0.5]), heads: vec![vec![0.5, 0.5]; 2] };
+        let both = ScenarioStep { admit: 1, row: Some(vec![0.5, 0.5]), heads: vec![vec![0.5, 0.5]; 2], queries: vec![] };
         assert_eq!(with(both, hc(2, 1)), al);
         assert_eq!(with(ScenarioStep::single(1, Some(vec![0.5, 0.5])), hc(2, 1)), al);
         // `heads` with one head, even one row.
         let one = |second| rejection(&run("h2o", &p, HeadCounts::ONE, vec![ScenarioStep::single(2, None), second]));
         assert_eq!(one(ScenarioStep::per_head(1, vec![vec![0.5, 0.5]])), al);
-        assert_eq!(one(ScenarioStep { admit: 1, row: Some(vec![0.5, 0.5]), heads: vec![vec![0.5, 0.5]] }), al);
+        assert_eq!(one(ScenarioStep { admit: 1, row: Some(vec![0.5, 0.5]), heads: vec![vec![0.5, 0.5]], queries: vec![] }), al);
         assert_eq!(one(ScenarioStep::single(1, Some(vec![0.5, 0.5]))), None);
         // A bad weight in any head, including positions no set keeps.
         assert_eq!(with(ScenarioStep::per_head(1, vec![vec![0.5, 0.5], vec![0.5, -0.0]]), hc(2, 1)), av);

@@ -1,10 +1,11 @@
-//! kvspec-port: a Rust port of kvspec (spec version 0.5.0), written from the
+//! kvspec-port: a Rust port of kvspec (spec version 0.6.0), written from the
 //! documents in `spec/` alone.
 //!
 //! - [`rng`]: xoshiro256** seeded by SplitMix64 (spec/rng.md)
 //! - [`trace`]: the trace generator (spec/trace.md)
 //! - [`harness`]: the decode loop, refusals and eviction log (spec/harness.md)
 //! - [`heads`]: head counts, kept sets and combining heads (spec/heads.md)
+//! - [`prefill`]: query rows, step budgets and ratio budgets (spec/prefill.md)
 //! - [`policies`]: one module per policy card (spec/policies/*.md)
 //! - [`protocol`]: the conformance protocol (spec/protocol.md)
 
@@ -12,6 +13,7 @@ pub mod error;
 pub mod harness;
 pub mod heads;
 pub mod policies;
+pub mod prefill;
 pub mod protocol;
 pub mod rng;
 pub mod trace;
@@ -31,6 +33,6 @@ pub mod pb {
 }
 
 /// The spec version this port implements (spec/README.md).
-pub const SPEC_VERSION: &str = "0.5.0";
+pub const SPEC_VERSION: &str = "0.6.0";
 /// The conformance protocol version (spec/protocol.md#versions).
 pub const PROTOCOL_VERSION: u32 = 1;

@@ -151,6 +151,7 @@ fn run_request(req: &conf::Request) -> conf::response::Result {
                     admit: s.admit,
                     row: s.attention.as_ref().map(|a| a.weights.clone()),
                     heads: s.heads.iter().map(|a| a.weights.clone()).collect(),
+                    queries: s.queries.iter().map(|a| a.weights.clone()).collect(),
                 })
                 .collect(),
         ),
@@ -183,7 +184,7 @@ mod tests {
             policy: Some(kv::PolicyConfig { name: "window".into(), parameters: vec![], seed: 0 }),
             scenario: Some(kv::Scenario {
                 id: "s".into(),
-                steps: vec![kv::Step { admit: 1, attention: None, heads: vec![] }],
+                steps: vec![kv::Step { admit: 1, attention: None, heads: vec![], queries: vec![] }],
                 trace: Some(kv::TraceConfig { steps: Some(4), ..Default::default() }),
                 query_heads: None,
                 kv_heads: None,
@@ -214,7 +215,7 @@ mod tests {
     fn steps_scenario(q: Option<u32>, kv: Option<u32>) -> kv::Scenario {
         kv::Scenario {
             id: "s".into(),
-            steps: vec![kv::Step { admit: 1, attention: None, heads: vec![] }],
+            steps: vec![kv::Step { admit: 1, attention: None, heads: vec![], queries: vec![] }],
             trace: None,
             query_heads: q,
             kv_heads: kv,
@@ -286,8 +287,8 @@ mod tests {
         let scenario = kv::Scenario {
             id: "s".into(),
             steps: vec![
-                kv::Step { admit: 1, attention: None, heads: vec![] },
-                kv::Step { admit: 1, attention: None, heads: vec![row(vec![0.5]), row(vec![0.0])] },
+                kv::Step { admit: 1, attention: None, heads: vec![], queries: vec![] },
+                kv::Step { admit: 1, attention: None, heads: vec![row(vec![0.5]), row(vec![0.0])], queries: vec![] },
             ],
             trace: None,
             query_heads: Some(2),

@@ -1,8 +1,12 @@
-"""The policy step shared by every policy (spec/harness.md).
+"""The policy step shared by every policy (spec/harness.md, spec/prefill.md).
 
-A step records (spec/harness.md#the-decode-step), admits, then evicts
+A decode step records (spec/harness.md#the-decode-step), admits, then evicts
 `n - budget` victims from one ranking of the post-admission state
-(spec/harness.md#victims).
+(spec/harness.md#victims). A prefill step (one that carries query rows,
+spec/prefill.md#the-prefill-step) admits, records the query rows by the
+policy's prefill rule, then evicts by the step budget
+(spec/prefill.md#when-a-policy-evicts), with the scores and candidates of
+the prefill rule.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from ..errors import ATTENTION_LENGTH, ATTENTION_VALUE, INVALID_PARAMETER, POSITION, Refusal
 from ..f32 import weight_ok
+from ..prefill import PREFILL_ONLY, RATIO_PPM, check_prefill_relations, step_budget  # noqa: F401
 
 import numpy as np
 
@@ -47,7 +52,9 @@ class Policy:
     READS_ATTENTION = False
 
     def __init__(self, params: dict, rng) -> None:
-        self.params = params
+        # Parameters absent from `params` take their defaults (a policy built
+        # directly, in tests, may name only some).
+        self.params = {**{p[0]: p[1] for p in self.PARAMS}, **params}
         self.rng = rng
         self.kept: List[int] = []
         self.next_min = 0  # every admitted position is below this
@@ -58,8 +65,15 @@ class Policy:
         """Rules relating parameters, in the card's order."""
 
     # -- one step ------------------------------------------------------------
-    def step(self, first: int, count: int, attention: Optional[Sequence[float]]) -> StepOutcome:
-        """Policy::Step with explicit positions: validate, then run."""
+    def step(self, first: int, count: int, attention: Optional[Sequence[float]],
+             queries: Optional[Sequence[Sequence[float]]] = None) -> StepOutcome:
+        """Policy::Step with explicit positions: validate, then run.
+
+        `queries`: None (a decode step) or the step's query rows, already
+        gathered at the kept positions after admission
+        (spec/prefill.md#what-a-policy-sees): row j of m has n - m + 1 + j
+        weights, n the kept count after admission.
+        """
         # spec/harness.md#refusals, "Called directly".
         if count < 1:
             raise Refusal(POSITION, f"a step must admit at least one position, got {count}")
@@ -76,16 +90,44 @@ class Policy:
             for i, w in enumerate(attention):
                 if not weight_ok(w):
                     raise Refusal(ATTENTION_VALUE, f"weight {i} is {w!r}")
-        return self.step_unchecked(first, count, attention)
+        prefill = None
+        if queries is not None:
+            # The gathered counterpart of spec/prefill.md#checks (an API
+            # detail: through a scenario the harness checks the rows).
+            m = len(queries)
+            n = len(self.kept) + count
+            if attention is not None or not 1 <= m <= count:
+                raise Refusal(ATTENTION_LENGTH, f"{m} query rows for a step admitting {count}")
+            for j, q in enumerate(queries):
+                if len(q) != n - m + 1 + j:
+                    raise Refusal(ATTENTION_LENGTH, f"query row {j} has {len(q)} weights, want {n - m + 1 + j}")
+            for j, q in enumerate(queries):
+                for i, w in enumerate(q):
+                    if not weight_ok(w):
+                        raise Refusal(ATTENTION_VALUE, f"query row {j}, weight {i} is {w!r}")
+            prefill = (m, [np.asarray(q, dtype=np.float64) for q in queries])
+        return self.step_unchecked(first, count, attention, prefill)
 
-    def step_unchecked(self, first: int, count: int, attention) -> StepOutcome:
+    def step_unchecked(self, first: int, count: int, attention, prefill=None) -> StepOutcome:
+        """One step. `prefill`: None for a decode step; for a prefill step
+        (m, rows): m the number of query rows per head, rows this policy's
+        gathered query rows (spec/prefill.md#what-a-policy-sees), or None for
+        a policy that reads no attention (spec/prefill.md#the-prefill-step:
+        positional policies do not read them)."""
         query = len(self.kept)
         if attention is not None:
             self.record(attention)
+        # spec/prefill.md#the-prefill-step: 1. admit, 2. record the query
+        # rows, 3. evict by the step budget.
         self.kept.extend(range(first, first + count))
         self.admitted(count)
         self.next_min = first + count
-        victims, cut = self.evict()
+        m = None
+        if prefill is not None:
+            m, rows = prefill
+            if rows is not None:
+                self.record_queries(m, rows)
+        victims, cut = self.evict(m)
         return StepOutcome(victims, len(self.kept), query, cut)
 
     # -- hooks ---------------------------------------------------------------
@@ -95,7 +137,13 @@ class Policy:
     def admitted(self, count: int) -> None:
         """The last `count` kept positions were just admitted."""
 
-    def evict(self) -> Tuple[List[int], List[Tuple[int, float]]]:
+    def record_queries(self, m: int, rows: Sequence[np.ndarray]) -> None:
+        """Record a prefill step's query rows (m rows, gathered at the kept
+        positions after admission) by the card's "At prefill" rule."""
+
+    def evict(self, m: Optional[int] = None) -> Tuple[List[int], List[Tuple[int, float]]]:
+        """Evict after admission. `m`: None at a decode step, else the
+        number of query rows of the prefill step (per head)."""
         return [], []
 
 
@@ -105,6 +153,11 @@ class BudgetPolicy(Policy):
     @property
     def budget(self) -> int:
         return self.params["budget"]
+
+    def step_budget(self, m: Optional[int]) -> Optional[int]:
+        """spec/prefill.md#when-a-policy-evicts (`budget` for a policy
+        without the prefill parameters)."""
+        return step_budget(self.params, len(self.kept), m is not None)
 
 
 class RecentWindowMixin:
@@ -128,17 +181,41 @@ AGGREGATION = ("aggregation", 0, 0, 2)  # 0 mean, 1 max, 2 sum
 # spec/heads.md#head-adaptive-budgets).
 ADAPTIVE = ("adaptive", 0, 0, 1)
 SAFEGUARD_PERMILLE = ("safeguard_permille", 200, 0, 1000)
+# spec/prefill.md#when-a-policy-evicts: PREFILL_ONLY, RATIO_PPM, after those.
 
 
 class ScorePolicy(RecentWindowMixin, BudgetPolicy):
     """A score-based policy (h2o, tova, snapkv): spec/harness.md#victims.
 
     Subclasses keep per-slot state parallel to `kept` and implement
-    `scores()` (binary64 per kept slot) and `remove_slots(keep_mask)`.
+    `scores()` (binary64 per kept slot; at a prefill step, the prefill
+    rule's) and `remove_slots(keep_mask)`.
     """
 
-    PARAMS = (BUDGET, RECENT_WINDOW, GRANULARITY, AGGREGATION, ADAPTIVE, SAFEGUARD_PERMILLE)
+    PARAMS = (BUDGET, RECENT_WINDOW, GRANULARITY, AGGREGATION, ADAPTIVE, SAFEGUARD_PERMILLE,
+              PREFILL_ONLY, RATIO_PPM)
     READS_ATTENTION = True
+
+    @classmethod
+    def check_relations(cls, values: dict) -> None:
+        cls.card_relations(values)  # the card's own rules, in its order
+        check_prefill_relations(cls.NAME, values)  # then spec/prefill.md's
+
+    @classmethod
+    def card_relations(cls, values: dict) -> None:
+        RecentWindowMixin.check_relations.__func__(cls, values)  # recent_window < budget
+
+    @classmethod
+    def eviction_plan(cls, params: dict, n: int, m: Optional[int]) -> Tuple[int, int]:
+        """(k, c) for a kept set keeping n positions after admission: the
+        step evicts k positions (none if k <= 0) from its candidates, kept
+        slots [0, c) (spec/harness.md#victims with the step budget of
+        spec/prefill.md#when-a-policy-evicts). `m`: None at a decode step,
+        else the prefill step's number of query rows."""
+        b = step_budget(params, n, m is not None)
+        if b is None:
+            return 0, 0
+        return n - b, n - params["recent_window"]
 
     def scores(self) -> List[float]:
         raise NotImplementedError
@@ -146,14 +223,14 @@ class ScorePolicy(RecentWindowMixin, BudgetPolicy):
     def remove_slots(self, keep: List[bool]) -> None:
         raise NotImplementedError
 
-    def evict(self):
+    def evict(self, m=None):
         n = len(self.kept)
-        k = n - self.budget
+        k, c = self.eviction_plan(self.params, n, m)
         if k <= 0:
             return [], []
         scores = np.asarray(self.scores(), dtype=np.float64)
         kept = self.kept
-        victim_slots, victims, cut = rank(scores, kept, k, n - self.params["recent_window"])
+        victim_slots, victims, cut = rank(scores, kept, k, c)
         keep = np.ones(n, dtype=bool)
         keep[victim_slots] = False
         for i in sorted(victim_slots, reverse=True):

@@ -3,6 +3,11 @@
 spec/policies/h2o.md#how-it-works: each slot's sum is a binary64,
 accumulated in step order, one addition per recorded step; a new position
 starts at +0.0 (spec/harness.md#unobserved-positions).
+
+spec/policies/h2o.md#at-prefill: a prefill step adds to every kept slot's
+sum, in one addition, its observed attention: the sum over the gathered
+query rows that cover the slot, ascending query position, binary64 from
++0.0, divided by the number of those rows with `normalize` 1.
 """
 
 import numpy as np
@@ -12,6 +17,7 @@ from .base import ScorePolicy
 
 class H2oPolicy(ScorePolicy):
     NAME = "h2o"
+    PARAMS = ScorePolicy.PARAMS + (("normalize", 0, 0, 1),)  # 0 raw, 1 divided by the rows that see the key
 
     def __init__(self, params, rng):
         super().__init__(params, rng)
@@ -22,6 +28,25 @@ class H2oPolicy(ScorePolicy):
         # Elementwise, one binary64 addition per slot: the order per slot is
         # the step order, exactly as in the scalar loop.
         self.cumulative = np.asarray(self.cumulative, dtype=np.float64) + np.asarray(attention, dtype=np.float64)
+
+    def record_queries(self, m, rows):
+        n = len(self.kept)
+        c = np.zeros(n, dtype=np.float64)  # +0.0 per slot
+        k = np.zeros(n, dtype=np.int64)
+        # Rows in ascending query position; gathered row j covers slots
+        # [0, len(row)) (spec/prefill.md#what-a-policy-sees). Elementwise,
+        # one binary64 addition per covered slot and row: each slot's sum
+        # adds its rows in ascending query position.
+        for row in rows:
+            covered = len(row)
+            c[:covered] = c[:covered] + np.asarray(row, dtype=np.float64)
+            k[:covered] += 1
+        if self.params["normalize"] == 1:
+            # One correctly rounded division by k >= 1 (the last row covers
+            # every slot); k is exact as a binary64.
+            c = c / k.astype(np.float64)
+        # Summed first, then added once to the running sum.
+        self.cumulative = np.asarray(self.cumulative, dtype=np.float64) + c
 
     def admitted(self, count):
         self.cumulative = np.concatenate((np.asarray(self.cumulative, dtype=np.float64), np.zeros(count)))

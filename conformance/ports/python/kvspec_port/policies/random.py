@@ -13,7 +13,7 @@ class RandomPolicy(RecentWindowMixin, BudgetPolicy):
     NAME = "random"
     PARAMS = (BUDGET, RECENT_WINDOW)
 
-    def evict(self):
+    def evict(self, m=None):  # a prefill step is a step like any other (spec/prefill.md)
         kept = self.kept
         n = len(kept)
         k = n - self.budget

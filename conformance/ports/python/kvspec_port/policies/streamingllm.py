@@ -1,16 +1,26 @@
 """streamingllm: `sinks` first positions plus the latest `budget - sinks`.
 
-spec/policies/streamingllm.md#how-it-works and #chunked-admission: the
-first S kept positions are the sinks; victims = kept[S : len(kept) - W].
+spec/policies/streamingllm.md#at-prefill: one rule for every step. With the
+step budget B (spec/prefill.md#when-a-policy-evicts: `budget`, a ratio
+budget at a prefill step with `ratio_ppm` above 0, or none at a decode step
+with `prefill_only` 1), a step keeping n > B positions after admission
+evicts the first n - B kept positions in this order: the non-sinks by
+ascending position, then the sinks by ascending position. With B > sinks
+that is #how-it-works and #chunked-admission: victims = kept[S : n - W].
+
+The sinks are the first `sinks` positions ever admitted. Positions are
+admitted in ascending order and a sink precedes every non-sink, so the
+kept sinks are always the first `sinks_kept` kept slots.
 """
 
 from ..errors import INVALID_PARAMETER, Refusal
+from ..prefill import PREFILL_ONLY, RATIO_PPM
 from .base import BUDGET, U32_MAX, BudgetPolicy
 
 
 class StreamingLlmPolicy(BudgetPolicy):
     NAME = "streamingllm"
-    PARAMS = (BUDGET, ("sinks", 4, 0, U32_MAX - 1))
+    PARAMS = (BUDGET, ("sinks", 4, 0, U32_MAX - 1), PREFILL_ONLY, RATIO_PPM)
 
     @classmethod
     def check_relations(cls, values):
@@ -20,14 +30,38 @@ class StreamingLlmPolicy(BudgetPolicy):
                 f"streamingllm: sinks must be below budget, got sinks {values['sinks']}, "
                 f"budget {values['budget']}",
             )
+        # spec/prefill.md's rules relate recent_window and adaptive, which
+        # streamingllm does not take: none applies.
 
-    def evict(self):
-        kept = self.kept
+    def __init__(self, params, rng):
+        super().__init__(params, rng)
+        self.admitted_total = 0  # positions admitted so far
+        self.sinks_kept = 0  # kept sinks: kept slots [0, sinks_kept)
+
+    def admitted(self, count):
         s = self.params["sinks"]
-        w = self.budget - s
+        self.sinks_kept += max(0, min(count, s - self.admitted_total))
+        self.admitted_total += count
+
+    def evict(self, m=None):
+        kept = self.kept
         n = len(kept)
-        if n <= s + w:
+        b = self.step_budget(m)
+        if b is None or n <= b:
             return [], []
-        victims = kept[s : n - w]
-        del kept[s : n - w]
+        k = n - b
+        ns = self.sinks_kept
+        non_sinks = n - ns
+        if k <= non_sinks:
+            # The first k non-sinks (slots ns .. ns + k - 1).
+            victims = kept[ns:ns + k]
+            del kept[ns:ns + k]
+        else:
+            # Every non-sink, then the lowest k - non_sinks sinks; reported
+            # ascending (the sinks come first in position order).
+            gone_sinks = k - non_sinks
+            victims = kept[:gone_sinks] + kept[ns:]
+            del kept[ns:]
+            del kept[:gone_sinks]
+            self.sinks_kept -= gone_sinks
         return victims, []

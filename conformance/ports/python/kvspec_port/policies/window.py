@@ -7,7 +7,7 @@ class WindowPolicy(BudgetPolicy):
     NAME = "window"
     PARAMS = (BUDGET,)
 
-    def evict(self):
+    def evict(self, m=None):  # a prefill step is a step like any other (spec/prefill.md)
         kept = self.kept
         k = len(kept) - self.budget
         if k <= 0:

@@ -3,6 +3,8 @@
 
 use crate::error::{Category, Refusal, Result};
 use crate::heads::{Aggregation, Granularity, HeadOptions};
+use crate::prefill::{PrefillOptions, PREFILL_ONLY, RATIO_PPM};
+pub use crate::prefill::QueryRows;
 
 pub mod full;
 pub mod h2o;
@@ -28,10 +30,13 @@ pub struct Selection {
 
 /// One eviction policy, as it runs for one head of one kept set. The
 /// harness ([`crate::harness::KeptSet`]) owns the kept positions, validates
-/// each step, then calls `record`, `admit` and, when over budget, ranks the
-/// set's heads' combined `scores` (score-based policies) or calls
-/// `choose_victims` (the others), then `remove`
-/// (spec/harness.md#the-decode-step, spec/heads.md#kept-sets).
+/// each step, then calls `record` (a decode step's row) or, after
+/// admission, `record_queries` (a prefill step's query rows), `admit` and,
+/// when the step budget requires it, ranks the set's heads' combined
+/// `scores` (score-based policies) or calls `choose_victims` (the others),
+/// then `remove` (spec/harness.md#the-decode-step,
+/// spec/prefill.md#the-prefill-step, spec/heads.md#kept-sets). `prefill`
+/// says whether the step is a prefill step (one that carries query rows).
 pub trait Policy {
     fn name(&self) -> &'static str;
     /// Most positions kept after a step; `None` for unbounded (`full`).
@@ -44,16 +49,39 @@ pub trait Policy {
     }
     /// Record one validated attention vector, one weight per kept slot.
     fn record(&mut self, attention: &[f32]);
+    /// Prefill: record this head's gathered query rows by the card's
+    /// prefill rule ("At prefill"), after the chunk's admission. Policies
+    /// that read no attention ignore them.
+    fn record_queries(&mut self, _rows: &QueryRows) {}
     /// Append per-slot state for `count` newly admitted positions.
     fn admit(&mut self, count: usize);
+    /// The step budget of a set keeping `n` positions after admission
+    /// (spec/prefill.md#when-a-policy-evicts); `None`: the step evicts
+    /// nothing. Without the prefill parameters, `budget` at every step.
+    fn step_budget(&self, _n: usize, _prefill: bool) -> Option<u64> {
+        self.budget()
+    }
+    /// How many of the `n` kept slots count against the step budget: all,
+    /// except the window of `snapkv`'s `window_budget` 1 at a prefill step.
+    fn counted(&self, n: usize, _prefill: bool) -> usize {
+        n
+    }
     /// Score-based policies: this head's binary64 score of every kept slot
-    /// (after admission), the score its card ranks by. `None` for the others.
-    fn scores(&self) -> Option<Vec<f64>> {
+    /// (after admission), the score its card ranks by at this step. `None`
+    /// for the others.
+    fn scores(&self, _prefill: bool) -> Option<Vec<f64>> {
         None
     }
     /// Score-based policies: the latest kept slots never evicted.
     fn recent_window(&self) -> usize {
         0
+    }
+    /// Score-based policies: how many kept slots, from the oldest, are
+    /// candidates when the set keeps `n` (under a shared budget a set may
+    /// keep fewer than its window). Candidates are always a prefix of the
+    /// kept slots.
+    fn candidates(&self, n: usize, _prefill: bool) -> usize {
+        n.saturating_sub(self.recent_window())
     }
     /// Positional policies and `random`: choose `k` victims among the kept
     /// slots (`kept` after admission). Score-based policies are ranked by
@@ -133,9 +161,16 @@ pub(crate) const SAFEGUARD_PERMILLE: ParamSpec =
 /// The four head parameters, in card order after each policy's own.
 pub(crate) const HEAD_PARAMS: [ParamSpec; 4] = [GRANULARITY, AGGREGATION, ADAPTIVE, SAFEGUARD_PERMILLE];
 
-/// A card's own parameters followed by the head parameters.
-pub(crate) fn with_head_params(own: &[ParamSpec]) -> Vec<ParamSpec> {
-    own.iter().chain(HEAD_PARAMS.iter()).copied().collect()
+/// `prefill_only` and `ratio_ppm`, listed after the head parameters
+/// (spec/prefill.md#when-a-policy-evicts).
+pub(crate) const PREFILL_PARAMS: [ParamSpec; 2] = [PREFILL_ONLY, RATIO_PPM];
+
+/// The table of a policy that reads attention: its own parameters, the
+/// head parameters, the prefill parameters, then its own prefill
+/// parameters (`normalize`, `protect_newest`, `window_reduce`, ...), in
+/// card order.
+pub(crate) fn with_shared_params(own: &[ParamSpec], own_prefill: &[ParamSpec]) -> Vec<ParamSpec> {
+    own.iter().chain(HEAD_PARAMS.iter()).chain(PREFILL_PARAMS.iter()).chain(own_prefill).copied().collect()
 }
 
 /// `granularity`, `aggregation`, `adaptive` and `safeguard_permille` from
@@ -147,6 +182,11 @@ pub(crate) fn head_options(v: &[i64]) -> HeadOptions {
         adaptive: v[2] == 1,
         safeguard_permille: v[3] as u32,
     }
+}
+
+/// `prefill_only` and `ratio_ppm` from their range-checked values.
+pub(crate) fn prefill_options(v: &[i64]) -> PrefillOptions {
+    PrefillOptions::from_params(v)
 }
 
 /// Checks 2 and 3 of spec/harness.md#configuration: every given parameter is

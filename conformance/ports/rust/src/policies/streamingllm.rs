@@ -1,7 +1,10 @@
 //! `streamingllm`: keeps the first `sinks` positions for good and the latest
-//! `budget - sinks`. Card: spec/policies/streamingllm.md.
-use super::{resolve_params, ParamSpec, Policy, Selection, BUDGET};
+//! `budget - sinks`; at every step the victims are the non-sinks by
+//! ascending position, then the sinks, which only a ratio budget below the
+//! sinks reaches. Card: spec/policies/streamingllm.md.
+use super::{prefill_options, resolve_params, retain_slots, ParamSpec, Policy, Selection, BUDGET, PREFILL_PARAMS};
 use crate::error::{Category, Refusal, Result};
+use crate::prefill::{check_prefill_rules, PrefillOptions};
 
 const SINKS: ParamSpec = ParamSpec { name: "sinks", default: 4, min: 0, max: 4294967294 };
 
@@ -9,11 +12,18 @@ const SINKS: ParamSpec = ParamSpec { name: "sinks", default: 4, min: 0, max: 429
 pub struct StreamingLlm {
     budget: u64,
     sinks: u64,
+    prefill: PrefillOptions,
+    /// How many positions were ever admitted.
+    admitted: u64,
+    /// Per kept slot: is it a sink, one of the first `sinks` positions
+    /// ever admitted (spec/harness.md#protected-positions)?
+    sink: Vec<bool>,
 }
 
 impl StreamingLlm {
     pub fn configure(params: &[(String, i64)]) -> Result<Self> {
-        let v = resolve_params("streamingllm", &[BUDGET, SINKS], params)?;
+        let specs: Vec<ParamSpec> = [BUDGET, SINKS].iter().chain(PREFILL_PARAMS.iter()).copied().collect();
+        let v = resolve_params("streamingllm", &specs, params)?;
         let (budget, sinks) = (v[0], v[1]);
         if sinks >= budget {
             return Err(Refusal::new(
@@ -21,7 +31,9 @@ impl StreamingLlm {
                 format!("streamingllm: sinks must be below budget, got sinks {sinks}, budget {budget}"),
             ));
         }
-        Ok(StreamingLlm { budget: budget as u64, sinks: sinks as u64 })
+        let prefill = prefill_options(&v[2..4]);
+        check_prefill_rules("streamingllm", None, false, prefill, None)?;
+        Ok(StreamingLlm { budget: budget as u64, sinks: sinks as u64, prefill, admitted: 0, sink: Vec::new() })
     }
 }
 
@@ -33,12 +45,26 @@ impl Policy for StreamingLlm {
         Some(self.budget)
     }
     fn record(&mut self, _attention: &[f32]) {}
-    fn admit(&mut self, _count: usize) {}
-    /// `kept[S : len - W]`: the sinks are always slots `0..S`
-    /// (spec/policies/streamingllm.md#how-it-works).
-    fn choose_victims(&mut self, _kept: &[u32], k: usize) -> Selection {
-        let s = self.sinks as usize;
-        Selection { victims: (s..s + k).collect(), cut: Vec::new() }
+    fn admit(&mut self, count: usize) {
+        for _ in 0..count {
+            self.sink.push(self.admitted < self.sinks);
+            self.admitted += 1;
+        }
     }
-    fn remove(&mut self, _evicted: &[bool]) {}
+    fn step_budget(&self, n: usize, prefill: bool) -> Option<u64> {
+        self.prefill.step_budget(self.budget, n, prefill)
+    }
+    /// The first `k` kept slots in the order non-sinks by ascending
+    /// position, then sinks by ascending position
+    /// (spec/policies/streamingllm.md#at-prefill). With every sink kept and
+    /// a step budget above `sinks` these are `kept[S : S + k]`, the card's
+    /// rule (spec/policies/streamingllm.md#how-it-works).
+    fn choose_victims(&mut self, _kept: &[u32], k: usize) -> Selection {
+        let non_sinks = (0..self.sink.len()).filter(|&i| !self.sink[i]);
+        let sinks = (0..self.sink.len()).filter(|&i| self.sink[i]);
+        Selection { victims: non_sinks.chain(sinks).take(k).collect(), cut: Vec::new() }
+    }
+    fn remove(&mut self, evicted: &[bool]) {
+        retain_slots(&mut self.sink, 1, evicted);
+    }
 }
