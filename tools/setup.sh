@@ -8,7 +8,8 @@
 # protoc, pkg-config, and python3 with venv. For the bundled ports: the Rust
 # toolchain (cargo from rustup when the machine has it, else Debian's cargo),
 # a virtual environment for the Python port with its pinned packages from
-# PyPI, and the mutation testers (mutmut from PyPI, cargo-mutants from
+# PyPI, the virtual environments of tools/capture_attention.py and
+# tools/kvpress_check.py (torch from PyPI), and the mutation testers (mutmut from PyPI, cargo-mutants from
 # crates.io). Uses sudo for apt-get when not run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -94,6 +95,28 @@ if ! "$venv/bin/python" -m pip install -q -r tools/requirements-capture.txt >/de
   exit 1
 fi
 echo "setup: $venv has $("$venv/bin/python" -m pip list 2>/dev/null | grep -E '^(torch|transformers|safetensors) ' | tr -s ' ' | paste -sd, -)"
+
+# kvpress against the vectors (tools/kvpress_check.sh): NVIDIA kvpress 0.5.5
+# with the torch and transformers it resolves, and the Python port's protobuf
+# runtime, pinned, in their own virtual environment. Again PyPI's CUDA torch:
+# about 5.9 GB, about 2 minutes to download and install here; the check runs
+# on CPU. Skipped when the venv was installed from the same requirements
+# (a copy of them is kept in the venv once pip succeeds).
+venv=tools/.venv-kvpress
+if [[ -x "$venv/bin/python" ]] && cmp -s tools/requirements-kvpress.txt "$venv/requirements-kvpress.txt"; then
+  echo "setup: $venv is installed (tools/requirements-kvpress.txt unchanged)"
+else
+  if [[ ! -x "$venv/bin/python" ]]; then
+    echo "setup: creating $venv"
+    python3 -m venv "$venv"
+  fi
+  if ! "$venv/bin/python" -m pip install -q -r tools/requirements-kvpress.txt >/dev/null; then
+    echo "setup: pip install of tools/requirements-kvpress.txt failed" >&2
+    exit 1
+  fi
+  cp tools/requirements-kvpress.txt "$venv/requirements-kvpress.txt"
+  echo "setup: $venv has $("$venv/bin/python" -m pip list 2>/dev/null | grep -E '^(kvpress|torch|transformers|protobuf) ' | tr -s ' ' | paste -sd, -)"
+fi
 
 # Mutation testing of the Rust port (tools/mutation.sh): cargo-mutants,
 # pinned, built from crates.io (a few minutes on two cores, once).

@@ -2,10 +2,13 @@
 # The README's test command (after tools/setup.sh): runs every Bazel test,
 # then tools/determinism.sh (the vectors built by g++ and clang++ at several
 # optimisation levels are byte-identical), then tools/test_ports.sh (each
-# bundled port's unit tests and its conformance run), and ends with one line,
-# "tests: N passed, N failed", counting test cases (GoogleTest cases, one per
-# shell test target, one per determinism configuration, unit tests and
-# conformance cases of each port).
+# bundled port's unit tests and its conformance run), then
+# tools/kvpress_check.sh (kvpress 0.5.5 itself on the vectors that use a
+# kvpress preset, every disagreement listed in tools/kvpress/disagreements.txt),
+# and ends with one line, "tests: N passed, N failed", counting test cases
+# (GoogleTest cases, one per shell test target, one per determinism
+# configuration, unit tests and conformance cases of each port, the kvpress
+# check's self-test checks and vector cases).
 #
 #   tools/test.sh [extra bazel test flags]
 set -uo pipefail
@@ -14,7 +17,8 @@ cd "$(dirname "$0")/.."
 log="$(mktemp)"
 determinism="$(mktemp)"
 ports="$(mktemp)"
-trap 'rm -f "$log" "$determinism" "$ports"' EXIT
+kvpress="$(mktemp)"
+trap 'rm -f "$log" "$determinism" "$ports" "$kvpress"' EXIT
 bazel test //... --test_summary=short "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 echo
@@ -24,7 +28,14 @@ echo
 tools/test_ports.sh 2>&1 | tee "$ports"
 ports_status=${PIPESTATUS[0]}
 echo
+tools/kvpress_check.sh 2>&1 | tee "$kvpress"
+kvpress_status=${PIPESTATUS[0]}
+echo
 extra=("$(grep '^determinism:' "$determinism" || echo 'determinism: 0 passed, 1 failed')")
 while IFS= read -r line; do extra+=("$line"); done < <(grep -E '^[a-z-]+: [0-9]+ passed, [0-9]+ failed' "$ports")
+extra+=("$(grep -E '^kvpress-selftest: [0-9]+ passed, [0-9]+ failed' "$kvpress" | tail -1 || true)")
+[[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-selftest: 0 passed, 1 failed (no closing line)'
+extra+=("$(grep -E '^kvpress: [0-9]+ passed, [0-9]+ failed' "$kvpress" | tail -1 || true)")
+[[ -n "${extra[-1]}" ]] || extra[-1]='kvpress: 0 passed, 1 failed (no closing line)'
 python3 tools/test_summary.py "$log" "$(bazel info bazel-testlogs 2>/dev/null)" "${extra[@]}"
-[[ $status -eq 0 && $determinism_status -eq 0 && $ports_status -eq 0 ]]
+[[ $status -eq 0 && $determinism_status -eq 0 && $ports_status -eq 0 && $kvpress_status -eq 0 ]]

@@ -2,7 +2,8 @@
 """Prints "tests: N passed, N failed" for the Bazel run whose output is in argv[1].
 
 argv[3:], if given, are lines "NAME: N passed, M failed" from other checkers
-(tools/determinism.sh, tools/test_ports.sh) whose counts are added; a line
+(tools/determinism.sh, tools/test_ports.sh, tools/kvpress_check.sh) whose
+counts are added; a line
 without such counts counts as one failure.
 
 Only the test targets that this run's summary lists are counted; for each,
