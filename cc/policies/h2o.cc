@@ -56,19 +56,29 @@ class H2oPolicy final : public Policy {
   // optionally divided by how many rows cover it, then added once.
   void RecordQueries(const QueryRows& queries) override {
     const size_t kept_count = kept().size();
+    std::vector<double> contribution(kept_count);
     for (size_t h = 0; h < cumulative_.size(); ++h) {
+      // Row by row, so each slot's additions run in ascending query order;
+      // row j covers slots [0, Length(j)).
+      std::fill(contribution.begin(), contribution.end(), 0.0);
+      for (size_t j = 0; j < queries.rows; ++j) {
+        const absl::Span<const float> row = queries.Row(h, j);
+        for (size_t slot = 0; slot < row.size(); ++slot) {
+          contribution[slot] += static_cast<double>(row[slot]);
+        }
+      }
       std::vector<double>& sums = cumulative_[h];
       for (size_t slot = 0; slot < kept_count; ++slot) {
-        double contribution = 0.0;
-        size_t rows = 0;
-        for (size_t j = 0; j < queries.rows; ++j) {
-          const absl::Span<const float> row = queries.Row(h, j);
-          if (slot >= row.size()) continue;  // the row's query is before it
-          contribution += static_cast<double>(row[slot]);
-          ++rows;
+        double c = contribution[slot];
+        if (normalize_) {
+          // Rows covering the slot: every row whose length passes it.
+          const size_t first_length = queries.Length(0);
+          const size_t rows =
+              slot < first_length ? queries.rows
+                                  : queries.rows - (slot - first_length + 1);
+          c /= static_cast<double>(rows);
         }
-        if (normalize_) contribution /= static_cast<double>(rows);
-        sums[slot] += contribution;
+        sums[slot] += c;
       }
     }
   }

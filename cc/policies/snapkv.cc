@@ -84,13 +84,18 @@ class SnapKvPolicy final : public Policy {
     const size_t prefix = kept_count - window_;
     for (size_t h = 0; h < history_.size(); ++h) {
       std::vector<double>& sums = window_sums_[h];
-      for (size_t slot = 0; slot < prefix; ++slot) {
-        double sum = 0.0;
-        for (size_t j = queries.rows - window_; j < queries.rows; ++j) {
-          sum += static_cast<double>(queries.Row(h, j)[slot]);
+      // Row by row: each slot's additions run in ascending query order.
+      std::fill(sums.begin(), sums.begin() + prefix, 0.0);
+      for (size_t j = queries.rows - window_; j < queries.rows; ++j) {
+        const float* row = queries.Row(h, j).data();
+        for (size_t slot = 0; slot < prefix; ++slot) {
+          sums[slot] += static_cast<double>(row[slot]);
         }
-        if (window_mean_) sum /= static_cast<double>(window_);
-        sums[slot] = sum;
+      }
+      if (window_mean_) {
+        for (size_t slot = 0; slot < prefix; ++slot) {
+          sums[slot] /= static_cast<double>(window_);
+        }
       }
       Pool(sums, prefix, pooled_[h]);
       for (size_t slot = prefix; slot < kept_count; ++slot) {

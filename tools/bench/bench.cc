@@ -33,6 +33,7 @@
 #include "cc/registry.h"
 #include "tools/bench/figures.h"
 #include "tools/bench/heads.h"
+#include "tools/bench/prefill.h"
 #include "tools/bench/scale.h"
 #include "tools/bench/speed.h"
 #include "tools/vectors/markdown_block.h"
@@ -298,10 +299,11 @@ int Main(const std::string& program) {
   const std::vector<std::string> list = absl::GetFlag(FLAGS_sections);
   const std::set<std::string> sections(list.begin(), list.end());
   for (const std::string& s : sections) {
-    if (s != "figures" && s != "speed" && s != "scale" && s != "heads") {
+    if (s != "figures" && s != "speed" && s != "scale" && s != "heads" &&
+        s != "prefill") {
       std::fprintf(stderr,
                    "--sections: unknown section '%s' (figures, speed, scale, "
-                   "heads)\n",
+                   "heads, prefill)\n",
                    s.c_str());
       return 2;
     }
@@ -331,6 +333,42 @@ int Main(const std::string& program) {
   std::vector<StreamRun> streams;
   absl::StatusOr<Figures> figures;
   std::string report;
+  if (sections.count("prefill")) {
+    // spec/measures.md#prefill; the cards' "prefill" blocks hold the masses.
+    const PrefillConfig config;
+    absl::StatusOr<std::vector<PrefillRun>> runs =
+        MeasurePrefill(config, check ? 1 : absl::GetFlag(FLAGS_repetitions));
+    if (!runs.ok()) {
+      std::fprintf(stderr, "%s\n", runs.status().ToString().c_str());
+      return 2;
+    }
+    int stale = 0;
+    for (const char* policy : {"streamingllm", "h2o", "tova", "snapkv"}) {
+      const std::string path = root + "/spec/policies/" + policy + ".md";
+      absl::StatusOr<std::string> card = ReadFile(path);
+      if (!card.ok()) {
+        std::fprintf(stderr, "%s\n", std::string(card.status().message()).c_str());
+        return 2;
+      }
+      absl::StatusOr<std::string> updated = vectors::ReplaceBlock(
+          *card, "prefill", PrefillCardBlock(config, *runs, policy), path);
+      if (!updated.ok()) {
+        std::fprintf(stderr, "%s\n", std::string(updated.status().message()).c_str());
+        return 2;
+      }
+      if (*updated == *card) continue;
+      if (check) {
+        std::printf("%s: stale; run `bazel run -c opt //tools:bench -- "
+                    "--sections=prefill`\n", path.c_str());
+        ++stale;
+      } else if (!WriteFile(path, *updated)) {
+        std::fprintf(stderr, "cannot write %s\n", path.c_str());
+        return 2;
+      }
+    }
+    if (check) return stale == 0 ? 0 : 1;
+    report += PrefillMarkdown(config, *runs);
+  }
   if (check || sections.count("figures") || sections.count("speed")) {
     figures = ComputeFigures(
         FigureConfig{}, [](size_t done, size_t total, const std::string& what) {
