@@ -13,7 +13,7 @@ num_key_value_heads, the token count and how the text was tokenized. Then
 tools/import_attention turns the file into a kvspec scenario; the command to
 run is printed at the end:
 
-    tools/.venv-capture/bin/python tools/capture_attention.py \\
+    tools/.venv-torch/bin/python tools/capture_attention.py \\
         --model ~/models/my-model --text prompt.txt --layer 12 \\
         --output /tmp/attn.safetensors
     bazel run //tools:import_attention -- --input=/tmp/attn.safetensors \\
@@ -126,7 +126,7 @@ def capture(args):
     except ImportError as e:
         raise RuntimeError(
             f"{e}: this Python lacks torch, transformers or safetensors; run "
-            f"tools/setup.sh and use tools/.venv-capture/bin/python") from None
+            f"tools/setup.sh and use tools/.venv-torch/bin/python") from None
     transformers.utils.logging.disable_progress_bar()
 
     config = AutoConfig.from_pretrained(args.model, local_files_only=True)

@@ -7,7 +7,7 @@
 # tools/simulate.
 #
 # Needs a Python with torch, transformers and safetensors:
-# $KVSPEC_CAPTURE_PYTHON, else tools/.venv-capture/bin/python in the
+# $KVSPEC_CAPTURE_PYTHON, else tools/.venv-torch/bin/python in the
 # repository (tools/setup.sh makes it). Without one the test FAILS.
 set -u
 RUNFILES="$TEST_SRCDIR/kvspec"
@@ -22,11 +22,11 @@ start=$SECONDS
 # The runfiles hold symlinks to the sources: the repository is two levels
 # above capture_attention.py's real path.
 REPO="$(dirname "$(dirname "$(readlink -f "$CAPTURE")")")"
-PYTHON="${KVSPEC_CAPTURE_PYTHON:-$REPO/tools/.venv-capture/bin/python}"
+PYTHON="${KVSPEC_CAPTURE_PYTHON:-$REPO/tools/.venv-torch/bin/python}"
 if [[ ! -x "$PYTHON" ]]; then
   echo "FAIL: no Python for capture_attention at $PYTHON."
-  echo "Run tools/setup.sh (it creates tools/.venv-capture with"
-  echo "tools/requirements-capture.txt), or set KVSPEC_CAPTURE_PYTHON to a"
+  echo "Run tools/setup.sh (it creates tools/.venv-torch with"
+  echo "tools/requirements-torch.txt), or set KVSPEC_CAPTURE_PYTHON to a"
   echo "Python with torch, transformers and safetensors."
   exit 1
 fi
@@ -56,8 +56,8 @@ EOF
   tail -3 "$TMP/model.log"
   if grep -q "ImportError" "$TMP/model.log"; then
     echo "This Python lacks torch, transformers or safetensors. Run"
-    echo "tools/setup.sh (pip install -r tools/requirements-capture.txt into"
-    echo "tools/.venv-capture), or set KVSPEC_CAPTURE_PYTHON."
+    echo "tools/setup.sh (pip install -r tools/requirements-torch.txt into"
+    echo "tools/.venv-torch), or set KVSPEC_CAPTURE_PYTHON."
   fi
   exit 1
 fi

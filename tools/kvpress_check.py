@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Runs NVIDIA kvpress 0.5.5's own presses on the vectors that use a kvpress preset.
 
-    tools/.venv-kvpress/bin/python tools/kvpress_check.py [--check]   # the default
-    tools/.venv-kvpress/bin/python tools/kvpress_check.py --write
-    tools/.venv-kvpress/bin/python tools/kvpress_check.py --table
-    tools/.venv-kvpress/bin/python tools/kvpress_check.py --selftest
+    tools/.venv-torch/bin/python tools/kvpress_check.py [--check]   # the default
+    tools/.venv-torch/bin/python tools/kvpress_check.py --write
+    tools/.venv-torch/bin/python tools/kvpress_check.py --table
+    tools/.venv-torch/bin/python tools/kvpress_check.py --selftest
 
 (tools/kvpress_check.sh runs --check with the right interpreter; tools/setup.sh
-makes tools/.venv-kvpress from tools/requirements-kvpress.txt.)
+makes tools/.venv-torch from tools/requirements-torch.txt.)
 
 Every case of vectors/*.pb whose flags contain "preset.kvpress-0.5.5" has an
 explicit-steps scenario whose first step is a prefill step
@@ -497,7 +497,7 @@ HEADER = """\
 # kvpress 0.5.5 against the vectors that use a kvpress preset: every
 # disagreement between the positions kvpress's own press keeps and the ones
 # the vector keeps, one line per (case, set), in case order. Written by
-# `tools/.venv-kvpress/bin/python tools/kvpress_check.py --write`, which keeps
+# `tools/.venv-torch/bin/python tools/kvpress_check.py --write`, which keeps
 # the causes of lines that reappear; checked by tools/kvpress_check.sh.
 #
 #   <case-id> set=<s> <class> positions=<D> spec=<binary64 scores> kvpress=<float32 scores>

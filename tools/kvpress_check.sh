@@ -8,13 +8,13 @@
 #   tools/kvpress_check.sh [--check|--write|--table]   (default --check)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-python=tools/.venv-kvpress/bin/python
+python=tools/.venv-torch/bin/python
 if [[ ! -x "$python" ]]; then
-  echo "kvpress_check: no tools/.venv-kvpress: run tools/setup.sh (it installs tools/requirements-kvpress.txt)" >&2
+  echo "kvpress_check: no tools/.venv-torch: run tools/setup.sh (it installs tools/requirements-torch.txt)" >&2
   if [[ "${1:---check}" == --check ]]; then
-    echo "kvpress-selftest: 0 passed, 1 failed (no tools/.venv-kvpress: run tools/setup.sh)"
+    echo "kvpress-selftest: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh)"
   fi
-  echo "kvpress: 0 passed, 1 failed (no tools/.venv-kvpress: run tools/setup.sh)"
+  echo "kvpress: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh)"
   exit 1
 fi
 status=0

@@ -1,22 +1,33 @@
 #!/bin/bash
 # Installs what kvspec needs on a Debian 12 machine, and skips what is there.
+# Uses sudo for apt-get when not run as root.
 #
-#   tools/setup.sh
-#
-# From Debian's archive: Bazel (bazel-bootstrap 4.2.3), g++ and clang
-# (tools/determinism.sh builds with both), GoogleTest, Abseil, Protobuf and
-# protoc, pkg-config, and python3 with venv. For the bundled ports: the Rust
-# toolchain (cargo from rustup when the machine has it, else Debian's cargo),
-# a virtual environment for the Python port with its pinned packages from
-# PyPI, the virtual environments of tools/capture_attention.py and
-# tools/kvpress_check.py (torch from PyPI), and the mutation testers (mutmut from PyPI, cargo-mutants from
-# crates.io). Uses sudo for apt-get when not run as root.
+#   tools/setup.sh           what the main job needs (tools/conform_all.sh):
+#                            Bazel (bazel-bootstrap 4.2.3), g++, GoogleTest,
+#                            Abseil, Protobuf and protoc, Google Benchmark,
+#                            pkg-config and python3-venv from Debian; the Rust
+#                            toolchain (rustup's cargo when the machine has
+#                            it, else Debian's); the Python port's virtual
+#                            environment with its pinned packages from PyPI.
+#   tools/setup.sh --tests   the above, and what only the tests need
+#                            (tools/test.sh runs this itself): clang
+#                            (tools/determinism.sh), mutmut and cargo-mutants
+#                            (tools/mutation.sh), and one virtual environment
+#                            with torch, transformers and kvpress,
+#                            tools/.venv-torch (tools/requirements-torch.txt),
+#                            for the attention capture and the kvpress check.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+tests=0
+case "${1:-}" in
+  "") ;;
+  --tests) tests=1 ;;
+  *) echo "setup: unknown argument '$1' (expected nothing or --tests)" >&2; exit 2 ;;
+esac
+
 PACKAGES=(
   bazel-bootstrap
-  clang
   g++
   libabsl-dev
   libbenchmark-dev
@@ -27,13 +38,14 @@ PACKAGES=(
   python3
   python3-venv
 )
+if [[ $tests -eq 1 ]]; then PACKAGES+=(clang); fi
 
 sudo=()
 if [[ $(id -u) -ne 0 ]]; then sudo=(sudo); fi
 updated=0
 apt_install() {
   if [[ $updated -eq 0 ]]; then "${sudo[@]}" apt-get update -qq; updated=1; fi
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "$@"
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "$@"
 }
 
 missing=()
@@ -59,64 +71,45 @@ else
   apt_install cargo
 fi
 
-# Python (conformance/ports/python): a virtual environment with the pinned
-# protobuf runtime that matches Debian's protoc 3.21.12.
-if [[ -f conformance/ports/python/requirements.txt ]]; then
-  venv=conformance/ports/python/.venv
-  if [[ ! -x "$venv/bin/python" ]]; then
-    echo "setup: creating $venv"
-    python3 -m venv "$venv"
+# A virtual environment made from a requirements file, skipped when it was
+# installed from the same file (a copy is kept in the venv once pip succeeds).
+venv_install() {  # venv, requirements file, packages to name in the summary
+  local venv="$1" requirements="$2" stamp
+  stamp="$venv/$(basename "$requirements")"
+  if [[ -x "$venv/bin/python" ]] && cmp -s "$requirements" "$stamp"; then
+    echo "setup: $venv is installed ($requirements unchanged)"
+    return
   fi
-  if ! "$venv/bin/python" -m pip install -q -r conformance/ports/python/requirements.txt \
-      >/dev/null; then
-    echo "setup: pip install failed" >&2
+  [[ -x "$venv/bin/python" ]] || { echo "setup: creating $venv"; python3 -m venv "$venv"; }
+  if ! "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements" >/dev/null; then
+    echo "setup: pip install -r $requirements into $venv failed" >&2
     exit 1
   fi
-  # Mutation testing of the port (tools/mutation.sh): mutmut, pinned.
-  if ! "$venv/bin/python" -m pip install -q -r conformance/ports/python/requirements-mutation.txt \
-      >/dev/null; then
-    echo "setup: pip install of mutmut failed" >&2
-    exit 1
-  fi
-  echo "setup: $venv has $(conformance/ports/python/.venv/bin/python -m pip list 2>/dev/null | grep -E '^(protobuf|pytest|numpy|mutmut) ' | tr -s ' ' | paste -sd, -)"
+  cp "$requirements" "$stamp"
+  echo "setup: $venv has $("$venv/bin/python" -m pip list 2>/dev/null | grep -iE "^($3) " | tr -s ' ' | paste -sd, -)"
+}
+
+# Python (conformance/ports/python): the pinned protobuf runtime that matches
+# Debian's protoc 3.21.12, numpy and pytest.
+venv_install conformance/ports/python/.venv conformance/ports/python/requirements.txt \
+  'protobuf|pytest|numpy'
+
+if [[ $tests -eq 0 ]]; then
+  echo "setup: done (the main job's needs; tools/setup.sh --tests adds the tests')"
+  exit 0
 fi
 
-# Attention from a real model (tools/capture_attention.py and its test):
-# torch and transformers from PyPI, pinned, in their own virtual
-# environment. PyPI's torch is the CUDA build: about 5.6 GB, 2-3 minutes
-# to download and install here; the capture itself runs on CPU.
-venv=tools/.venv-capture
-if [[ ! -x "$venv/bin/python" ]]; then
-  echo "setup: creating $venv"
-  python3 -m venv "$venv"
-fi
-if ! "$venv/bin/python" -m pip install -q -r tools/requirements-capture.txt >/dev/null; then
-  echo "setup: pip install of tools/requirements-capture.txt failed" >&2
-  exit 1
-fi
-echo "setup: $venv has $("$venv/bin/python" -m pip list 2>/dev/null | grep -E '^(torch|transformers|safetensors) ' | tr -s ' ' | paste -sd, -)"
+# Mutation testing of the Python port (tools/mutation.sh): mutmut, pinned,
+# in the port's own environment.
+venv_install conformance/ports/python/.venv conformance/ports/python/requirements-mutation.txt \
+  'mutmut'
 
-# kvpress against the vectors (tools/kvpress_check.sh): NVIDIA kvpress 0.5.5
-# with the torch and transformers it resolves, and the Python port's protobuf
-# runtime, pinned, in their own virtual environment. Again PyPI's CUDA torch:
-# about 5.9 GB, about 2 minutes to download and install here; the check runs
-# on CPU. Skipped when the venv was installed from the same requirements
-# (a copy of them is kept in the venv once pip succeeds).
-venv=tools/.venv-kvpress
-if [[ -x "$venv/bin/python" ]] && cmp -s tools/requirements-kvpress.txt "$venv/requirements-kvpress.txt"; then
-  echo "setup: $venv is installed (tools/requirements-kvpress.txt unchanged)"
-else
-  if [[ ! -x "$venv/bin/python" ]]; then
-    echo "setup: creating $venv"
-    python3 -m venv "$venv"
-  fi
-  if ! "$venv/bin/python" -m pip install -q -r tools/requirements-kvpress.txt >/dev/null; then
-    echo "setup: pip install of tools/requirements-kvpress.txt failed" >&2
-    exit 1
-  fi
-  cp tools/requirements-kvpress.txt "$venv/requirements-kvpress.txt"
-  echo "setup: $venv has $("$venv/bin/python" -m pip list 2>/dev/null | grep -E '^(kvpress|torch|transformers|protobuf) ' | tr -s ' ' | paste -sd, -)"
-fi
+# One torch environment for everything that needs torch: the attention
+# capture (tools/capture_attention.py) and kvpress on the vectors
+# (tools/kvpress_check.sh). PyPI's torch is the CUDA build on Linux x86-64
+# (about 5.9 GB installed with NVIDIA's libraries); both run on the CPU.
+venv_install tools/.venv-torch tools/requirements-torch.txt \
+  'kvpress|torch|transformers|safetensors|protobuf'
 
 # Mutation testing of the Rust port (tools/mutation.sh): cargo-mutants,
 # pinned, built from crates.io (a few minutes on two cores, once).
@@ -128,4 +121,4 @@ if command -v cargo >/dev/null; then
     cargo install -q --locked cargo-mutants --version 27.1.0
   fi
 fi
-echo "setup: done"
+echo "setup: done (the main job's and the tests' needs)"
