@@ -231,5 +231,61 @@ TEST(HeadTraceConfig, HeadZeroIsTheTraceAndOthersHaveARole) {
   EXPECT_LT(sinks, 0.81);
 }
 
+// spec/trace.md#golden-rows-of-several-heads, printed by
+// `tools/trace_goldens.py --heads`: query heads 0..3 (the trace, then roles
+// 0, 1, 2) of a small trace, at steps 3 and 9, through CreateForHead (the
+// generators the harness runs a multi-head trace with).
+TEST(TraceGenerator, SeveralHeadsMatchIndependentGoldens) {
+  TraceConfig config;
+  config.steps = 10;
+  config.sinks = 2;
+  config.recent_length = 2;
+  config.heavy_count = 2;
+  config.epoch_length = 4;
+  const struct {
+    uint64_t seed;
+    std::vector<uint32_t> step3, step9;
+    std::vector<std::pair<Position, uint32_t>> heavy9;  // epoch 2
+  } heads[] = {
+      {1,
+       {0x3ec0d18d, 0x3edc759a, 0x3e5b4ed2},
+       {0x3e852e45, 0x3e8d93b5, 0x3e84c912, 0x3cbe528d, 0x3bf16d8a,
+        0x3c25aabb, 0x3c47443c, 0x3d4d64ae, 0x3dce5d50},
+       {{2, 2}}},
+      {0xbeeb8da1658eec67,
+       {0x3ef4c260, 0x3ee4d22d, 0x3da7a3cf},
+       {0x3ecf8888, 0x3ecd0530, 0x3b944fb2, 0x3b908556, 0x3c10c70f,
+        0x3d61661c, 0x3bc2be15, 0x3da08f6e, 0x3d29a994},
+       {{5, 1}, {7, 1}}},
+      {0xba56949915dcf9e9,
+       {0x3e7be722, 0x3e8a6fec, 0x3ef60395},
+       {0x3e4241b0, 0x3e4bfc73, 0x3de979a0, 0x3b810afc, 0x3b8675e3,
+        0x3c02a819, 0x3b72aaa6, 0x3e5fd592, 0x3e85ae61},
+       {{2, 1}, {7, 1}}},
+      {0xe99ff867dbf682c9,
+       {0x3ed02272, 0x3ec253f2, 0x3e63a317},
+       {0x3e1bc352, 0x3e17090b, 0x3c19a7b7, 0x3e9761a6, 0x3e92f5d8,
+        0x3c3d683e, 0x3c603e18, 0x3cd6dbca, 0x3d6dc910},
+       {{3, 1}, {4, 1}}},
+  };
+  for (uint32_t h = 0; h < 4; ++h) {
+    auto trace = TraceGenerator::CreateForHead(config, h);
+    ASSERT_TRUE(trace.ok()) << trace.status();
+    EXPECT_EQ(trace->config().seed, heads[h].seed) << "head " << h;
+    while (trace->Advance()) {
+      std::vector<uint32_t> bits;
+      for (float w : trace->Row()) bits.push_back(Bits(w));
+      if (trace->step() == 3) {
+        EXPECT_EQ(bits, heads[h].step3) << "head " << h;
+      }
+      if (trace->step() == 9) {
+        EXPECT_EQ(bits, heads[h].step9) << "head " << h;
+        EXPECT_EQ(trace->heavy_hitters(), heads[h].heavy9) << "head " << h;
+      }
+    }
+    EXPECT_EQ(trace->step(), 9u);
+  }
+}
+
 }  // namespace
 }  // namespace kvspec

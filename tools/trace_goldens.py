@@ -2,7 +2,9 @@
 """Independent implementation of spec/trace.md, written from the spec.
 
 Prints the rows of small traces as binary32 hex bits; cc/trace_test.cc holds
-the same values as goldens. Python floats are binary64 and its + - * / are
+the same values as goldens. The multi-head rows (spec/trace.md#several-heads)
+come last, in the layout of spec/trace.md#golden-rows-of-several-heads;
+`--heads` prints them alone. Python floats are binary64 and its + - * / are
 correctly rounded, so this follows the spec's arithmetic exactly; the final
 rounding to binary32 uses struct.
 """
@@ -101,6 +103,59 @@ DEFAULTS = dict(seed=1, sinks=4, sink_mass=0.5, recent_length=8, recent_mass=0.1
                 background_mass=0.125, noise=0.3)
 
 
+def epoch_heavy(c, e):
+    """Epoch e's heavy hitters, {position: multiplicity} (empty if absent)."""
+    heavy = {}
+    n = e * c["epoch_length"] - c["sinks"]
+    if n > 0 and c["heavy_count"] > 0:
+        rng = Rng(mix64(c["seed"] ^ 0xbb67ae8584caa73b ^ e))
+        for _ in range(c["heavy_count"]):
+            p = c["sinks"] + rng.uniform(n)
+            heavy[p] = heavy.get(p, 0) + 1
+    return heavy
+
+
+# spec/trace.md#several-heads: head 0 is the trace's configuration; head
+# h >= 1 has seed mix64(seed ^ HEAD_KEY ^ h) and role (h - 1) mod 3, which
+# multiplies one mass by 4.
+HEAD_KEY = 0x3c6ef372fe94f82b
+ROLE_MASS = ("sink_mass", "recent_mass", "heavy_mass")
+ROLE_NAME = ("sinks", "recent", "heavy hitters")
+
+
+def head_config(h, **overrides):
+    c = dict(DEFAULTS, **overrides)
+    if h >= 1:
+        c["seed"] = mix64(c["seed"] ^ HEAD_KEY ^ h)
+        mass = ROLE_MASS[(h - 1) % 3]
+        c[mass] = 4 * c[mass]
+    return c
+
+
+# The multi-head golden rows of spec/trace.md#several-heads: query heads 0..3
+# (the trace itself, then one head of each role) of a small trace whose
+# epoch 2 draws each head's heavy hitters among six positions.
+HEADS_TRACE = dict(sinks=2, recent_length=2, heavy_count=2, epoch_length=4)
+HEADS_STEPS = (3, 9)
+
+
+def print_heads_goldens():
+    steps = max(HEADS_STEPS) + 1
+    print("several heads: query heads 0..3; steps %d, %s" % (
+        steps, ", ".join("%s %d" % kv for kv in HEADS_TRACE.items())))
+    for h in range(4):
+        c = head_config(h, **HEADS_TRACE)
+        role = "the trace itself" if h == 0 else "role %d, %s" % ((h - 1) % 3, ROLE_NAME[(h - 1) % 3])
+        heavy = epoch_heavy(c, max(HEADS_STEPS) // c["epoch_length"])
+        hh = ", ".join("%d" % p if m == 1 else "%d (x%d)" % (p, m) for p, m in sorted(heavy.items()))
+        print("    head %d: %s; seed 0x%016x; epoch 2 heavy hitters %s" % (h, role, c["seed"], hh))
+        for t, row in rows(steps, **c):
+            if t in HEADS_STEPS:
+                words = ["0x%08x" % f32_bits(w) for w in row]
+                for i in range(0, len(words), 5):
+                    print("      %s %s" % ("step %d:" % t if i == 0 else "       ", " ".join(words[i:i + 5])))
+
+
 def rows(steps, fused=False, **overrides):
     c = dict(DEFAULTS, **overrides)
     seed = c["seed"]
@@ -113,13 +168,7 @@ def rows(steps, fused=False, **overrides):
         e = t // c["epoch_length"]
         if e != epoch:
             epoch = e
-            heavy = {}
-            n = e * c["epoch_length"] - c["sinks"]
-            if n > 0 and c["heavy_count"] > 0:
-                rng = Rng(mix64(seed ^ 0xbb67ae8584caa73b ^ e))
-                for _ in range(c["heavy_count"]):
-                    p = c["sinks"] + rng.uniform(n)
-                    heavy[p] = heavy.get(p, 0) + 1
+            heavy = epoch_heavy(c, e)
         s = min(c["sinks"], t)
         lo = max(c["sinks"], t - c["recent_length"])
         count = t - lo if t > lo else 0
@@ -165,6 +214,10 @@ def rows(steps, fused=False, **overrides):
 
 
 if __name__ == "__main__":
+    import sys
+    if sys.argv[1:] == ["--heads"]:  # the multi-head rows alone (fast)
+        print_heads_goldens()
+        sys.exit(0)
     print("small: steps 6, sinks 2, recent_length 2, heavy_count 2, epoch_length 3")
     for t, row in rows(6, sinks=2, recent_length=2, heavy_count=2, epoch_length=3):
         print(t, " ".join("0x%08x" % f32_bits(w) for w in row))
@@ -187,3 +240,4 @@ if __name__ == "__main__":
                   "multiply-add; the first eight (correct, then fused):" % len(changed))
             print(" ".join("%d:0x%08x/0x%08x" % (p, f32_bits(correct[p]), f32_bits(row[p]))
                            for p in changed[:8]))
+    print_heads_goldens()

@@ -9,6 +9,7 @@ the log is spec/heads.md#the-eviction-log's.
 """
 
 import dataclasses
+import struct
 
 import numpy as np
 import pytest
@@ -197,6 +198,43 @@ def test_every_head_streams_its_own_single_head_rows(fields):
     for t in range(steps):
         single.begin_step(t)
     assert single.row() == gens[0].row()
+
+
+# -- Golden rows -----------------------------------------------------------------
+
+# spec/trace.md#golden-rows-of-several-heads (printed by
+# `tools/trace_goldens.py --heads`): query heads 0..3 (the trace itself, then
+# roles 0, 1, 2), binary32 bits of steps 3 and 9's full rows.
+SEVERAL_HEADS_SEEDS = [1, 0xBEEB8DA1658EEC67, 0xBA56949915DCF9E9, 0xE99FF867DBF682C9]
+SEVERAL_HEADS_GOLDENS = {
+    3: [
+        [0x3EC0D18D, 0x3EDC759A, 0x3E5B4ED2],
+        [0x3EF4C260, 0x3EE4D22D, 0x3DA7A3CF],
+        [0x3E7BE722, 0x3E8A6FEC, 0x3EF60395],
+        [0x3ED02272, 0x3EC253F2, 0x3E63A317],
+    ],
+    9: [
+        [0x3E852E45, 0x3E8D93B5, 0x3E84C912, 0x3CBE528D, 0x3BF16D8A,
+         0x3C25AABB, 0x3C47443C, 0x3D4D64AE, 0x3DCE5D50],
+        [0x3ECF8888, 0x3ECD0530, 0x3B944FB2, 0x3B908556, 0x3C10C70F,
+         0x3D61661C, 0x3BC2BE15, 0x3DA08F6E, 0x3D29A994],
+        [0x3E4241B0, 0x3E4BFC73, 0x3DE979A0, 0x3B810AFC, 0x3B8675E3,
+         0x3C02A819, 0x3B72AAA6, 0x3E5FD592, 0x3E85AE61],
+        [0x3E1BC352, 0x3E17090B, 0x3C19A7B7, 0x3E9761A6, 0x3E92F5D8,
+         0x3C3D683E, 0x3C603E18, 0x3CD6DBCA, 0x3D6DC910],
+    ],
+}
+
+
+def test_several_heads_golden_rows():
+    tp = params_from_proto(trace(steps=10, sinks=2, recent_length=2, heavy_count=2, epoch_length=4))
+    assert [head_params(tp, h).seed for h in range(4)] == SEVERAL_HEADS_SEEDS
+    ht = HeadsTrace(tp, 4)  # the generators the harness evaluates together
+    for t in range(10):
+        ht.begin_step(t)
+        if t in SEVERAL_HEADS_GOLDENS:
+            got = [[struct.unpack("<I", struct.pack("<f", w))[0] for w in row] for row in full_rows(ht, 4, t)]
+            assert got == SEVERAL_HEADS_GOLDENS[t], f"step {t}"
 
 
 # -- Running a multi-head trace through kept sets ------------------------------
