@@ -153,6 +153,18 @@ absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
   return CheckQueryWeights(step, index, next_position, query_heads);
 }
 
+// RunOptions::on_ranking's view of one set's own ranking.
+RankingObservation ObservationOf(const EvictionDetail& detail, size_t set) {
+  RankingObservation observation;
+  observation.set = set;
+  for (size_t i = 0; i < detail.ranked.size(); ++i) {
+    observation.ranking.push_back({detail.ranked[i].position,
+                                   detail.ranked[i].score, set,
+                                   i < detail.victims});
+  }
+  return observation;
+}
+
 RunResult RunTraceScenario(Policy& policy, const Scenario& scenario,
                            const RunOptions& options) {
   RunResult result;
@@ -161,6 +173,10 @@ RunResult RunTraceScenario(Policy& policy, const Scenario& scenario,
       policy, *scenario.trace,
       [&](uint32_t, absl::Span<const Position> victims,
           const EvictionDetail& detail) {
+        if (options.on_ranking && !victims.empty() && !detail.ranked.empty()) {
+          options.on_ranking(static_cast<int64_t>(result.steps.size()),
+                             ObservationOf(detail, 0));
+        }
         StepRecord record;
         record.victims.assign(victims.begin(), victims.end());
         if (options.record_cut && !victims.empty()) record.cut = CutOf(detail);
@@ -169,7 +185,7 @@ RunResult RunTraceScenario(Policy& policy, const Scenario& scenario,
         kept_before = policy.kept().size();
         result.steps.push_back(std::move(record));
       },
-      options.record_cut);
+      options.record_cut || options.on_ranking != nullptr);
   if (!status.ok()) {
     result.refusal = status;
     // A refused configuration refuses before step 0.
@@ -223,7 +239,8 @@ struct Pair {
 // (score, then position, then set), skipping a pair whose set is at its
 // floor. Fills each record's victims and, when asked, its cut.
 void EvictShared(absl::Span<Policy* const> sets, const SharedBudget& shared,
-                 bool record_cut, std::vector<StepRecord>& records) {
+                 bool record_cut, const RankingObserver& on_ranking,
+                 int64_t step, std::vector<StepRecord>& records) {
   size_t total = 0;
   for (Policy* policy : sets) total += policy->kept().size();
   if (total <= shared.layer_budget) return;
@@ -249,7 +266,7 @@ void EvictShared(absl::Span<Policy* const> sets, const SharedBudget& shared,
   // (O(pairs)) and sort them; if a floor made the walk skip one, rank
   // everything. The order is total, so both give the same victims.
   size_t ranked_end = pairs.size();
-  if (!record_cut && excess < pairs.size()) {
+  if (!record_cut && !on_ranking && excess < pairs.size()) {
     std::nth_element(pairs.begin(), pairs.begin() + excess, pairs.end(),
                      ranks_lower);
     std::sort(pairs.begin(), pairs.begin() + excess, ranks_lower);
@@ -270,8 +287,17 @@ void EvictShared(absl::Span<Policy* const> sets, const SharedBudget& shared,
   for (Policy* policy : sets) counts.push_back(policy->kept().size());
   std::vector<std::vector<size_t>> slots(sets.size());
   std::vector<std::vector<RankedCandidate>> ranked(sets.size());
+  RankingObservation observation;
+  if (on_ranking) {
+    observation.joint = true;
+    observation.floor = shared.floor;
+    observation.kept_before = counts;
+  }
   for (const Pair& pair : pairs) {
     const bool take = excess > 0 && counts[pair.set] > shared.floor;
+    if (on_ranking) {
+      observation.ranking.push_back({pair.position, pair.score, pair.set, take});
+    }
     if (take) {
       slots[pair.set].push_back(pair.slot);
       --counts[pair.set];
@@ -286,6 +312,7 @@ void EvictShared(absl::Span<Policy* const> sets, const SharedBudget& shared,
     }
   }
   assert(excess == 0);
+  if (on_ranking) on_ranking(step, observation);
   for (size_t s = 0; s < sets.size(); ++s) {
     std::sort(slots[s].begin(), slots[s].end());
     records[s].victims = sets[s]->EvictSlots(slots[s]);
@@ -297,7 +324,8 @@ void EvictShared(absl::Span<Policy* const> sets, const SharedBudget& shared,
 
 absl::StatusOr<std::vector<StepRecord>> StepSets(
     absl::Span<Policy* const> sets, absl::Span<const StepInput> inputs,
-    const SharedBudget& shared, bool record_cut) {
+    const SharedBudget& shared, bool record_cut,
+    const RankingObserver& on_ranking, int64_t step) {
   std::vector<StepRecord> records(sets.size());
   for (size_t s = 0; s < sets.size(); ++s) {
     Policy& policy = *sets[s];
@@ -308,13 +336,16 @@ absl::StatusOr<std::vector<StepRecord>> StepSets(
       continue;
     }
     EvictionDetail detail;
-    absl::StatusOr<std::vector<Position>> victims =
-        policy.Step(inputs[s], record_cut ? &detail : nullptr);
+    absl::StatusOr<std::vector<Position>> victims = policy.Step(
+        inputs[s], record_cut || on_ranking ? &detail : nullptr);
     if (!victims.ok()) return victims.status();
     record.victims = *std::move(victims);
     if (record_cut && !record.victims.empty()) record.cut = CutOf(detail);
+    if (on_ranking && !record.victims.empty() && !detail.ranked.empty()) {
+      on_ranking(step, ObservationOf(detail, s));
+    }
   }
-  if (shared.on) EvictShared(sets, shared, record_cut, records);
+  if (shared.on) EvictShared(sets, shared, record_cut, on_ranking, step, records);
   for (size_t s = 0; s < sets.size(); ++s) {
     records[s].kept_count = static_cast<uint32_t>(sets[s]->kept().size());
   }
@@ -367,7 +398,8 @@ RunResult RunTraceSetsScenario(absl::Span<Policy* const> sets,
       inputs[s] = {step, 1, absl::MakeConstSpan(gathered[s])};
     }
     absl::StatusOr<std::vector<StepRecord>> records =
-        StepSets(sets, inputs, shared, options.record_cut);
+        StepSets(sets, inputs, shared, options.record_cut, options.on_ranking,
+                 static_cast<int64_t>(result.steps.size()));
     if (!records.ok()) {
       result.refusal = records.status();
       result.refused_step = step;
@@ -441,7 +473,8 @@ RunResult RunSets(absl::Span<Policy* const> sets,
       inputs[s].attention = absl::MakeConstSpan(gathered[s]);
     }
     absl::StatusOr<std::vector<StepRecord>> records =
-        StepSets(sets, inputs, shared, options.record_cut);
+        StepSets(sets, inputs, shared, options.record_cut, options.on_ranking,
+                 static_cast<int64_t>(result.steps.size()));
     if (!records.ok()) {
       // The scenario checks passed, so a policy cannot refuse; kept for a
       // policy's own checks all the same.

@@ -20,6 +20,7 @@
 #define KVSPEC_CC_HARNESS_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -76,9 +77,38 @@ struct StepRecord {
   }
 };
 
+// For audits (tools/census: `audit`): one ranking the harness evicted by,
+// in full, where the cut (spec/vectors.md#the-cut) keeps only 4 survivors.
+struct RankedPair {
+  Position position = 0;
+  double score = 0.0;
+  size_t set = 0;  // the kept set, numbered as spec/heads.md#kept-sets
+  bool evicted = false;
+};
+struct RankingObservation {
+  // false: kept set `set`'s own ranking (spec/harness.md#victims); its
+  // evicted candidates are the first ones. true: the joint ranking of sets
+  // sharing a budget (spec/heads.md#head-adaptive-budgets), walked with
+  // `floor` from the sets' kept counts `kept_before` (after admission).
+  bool joint = false;
+  size_t set = 0;
+  // Every candidate, lowest rank first: by (score, position), and for the
+  // joint ranking by (score, position, set).
+  std::vector<RankedPair> ranking;
+  size_t floor = 0;
+  std::vector<size_t> kept_before;
+};
+// Called with the index of the step in the log.
+using RankingObserver =
+    std::function<void(int64_t step, const RankingObservation& observation)>;
+
 struct RunOptions {
   // Record each score-based eviction's cut (spec/vectors.md#the-cut).
   bool record_cut = false;
+  // When set, called at every eviction of a policy that ranks by score, for
+  // each set that ranked by its own (or once for a joint ranking). It only
+  // observes: the log is the same with or without it.
+  RankingObserver on_ranking;
 };
 
 // spec/vectors.md#the-cut: the victims, then up to this many of the
@@ -128,9 +158,12 @@ SharedBudget SharedBudgetOf(const PolicyConfig& config, size_t sets);
 // weights of its kept positions, head by head): each set's own Step(), or,
 // with a shared budget, every set admits and then the layer evicts by one
 // joint ranking (spec/heads.md#head-adaptive-budgets). One record per set.
+// `on_ranking`, when set, observes each ranking as RunOptions::on_ranking
+// does, with `step` as the step's index.
 absl::StatusOr<std::vector<StepRecord>> StepSets(
     absl::Span<Policy* const> sets, absl::Span<const StepInput> inputs,
-    const SharedBudget& shared, bool record_cut);
+    const SharedBudget& shared, bool record_cut,
+    const RankingObserver& on_ranking = nullptr, int64_t step = -1);
 
 // spec/harness.md#cache-relative-positions: the cache-relative position of
 // a kept position is its index in kept order; nullopt if not kept.

@@ -1,6 +1,7 @@
 // audit: the tie-breaking audit and the rule census of the vector suite.
 //
-//   bazel run //tools:audit -- <case id>     # the ties that decided victims
+//   bazel run //tools:audit -- <case id>     # its victims and the ties that decided them
+//   bazel run //tools:audit -- --all         # the same for every case, then totals
 //   bazel run //tools:audit -- --census      # how many cases each rule decided
 //   bazel run //tools:audit -- --list        # every case id
 //
@@ -23,6 +24,13 @@ ABSL_FLAG(bool, census, false,
           "rule decided, then every problem; exit 1 if a flag did not decide a "
           "case it is on, or a required (flag, policy) decided none.");
 ABSL_FLAG(bool, list, false, "List every case id with its flags.");
+ABSL_FLAG(bool, all, false,
+          "Audit every case (as `audit <case id>` does), then print the "
+          "totals: cases, evicting steps, deciding ties. Exit 1 if a case's "
+          "audit disagrees with its expected log.");
+ABSL_FLAG(bool, deciding_only, false,
+          "With a case id or --all: print only the steps where a tie "
+          "decided victims.");
 ABSL_FLAG(std::vector<std::string>, drop, {},
           "With --census: leave out these case IDs (comma-separated), to see "
           "what the census says of a suite without them.");
@@ -74,21 +82,35 @@ int Main(const std::vector<char*>& args) {
                 result.failures.size());
     return result.failures.empty() ? 0 : 1;
   }
-  if (args.size() != 2) {
-    std::fprintf(stderr, "usage: audit <case id> | --census | --list\n");
+  const bool all = absl::GetFlag(FLAGS_all);
+  if (all ? args.size() != 1 : args.size() != 2) {
+    std::fprintf(stderr, "usage: audit <case id> | --all | --census | --list\n");
     return 2;
   }
-  const vectors::LoadedCase* found = vectors::FindCase(*set, args[1]);
-  if (found == nullptr) {
-    std::fprintf(stderr, "no case '%s' (try --list)\n", args[1]);
-    return 2;
+  std::vector<const vectors::LoadedCase*> cases;
+  if (all) {
+    for (const vectors::LoadedCase& c : set->cases) cases.push_back(&c);
+  } else {
+    cases.push_back(vectors::FindCase(*set, args[1]));
+    if (cases[0] == nullptr) {
+      std::fprintf(stderr, "no case '%s' (try --list)\n", args[1]);
+      return 2;
+    }
   }
-  std::printf("%s: %s\n", found->vector->id().c_str(),
-              found->vector->description().c_str());
-  const std::vector<std::string> lines = audit::AuditCase(*found);
-  for (const std::string& line : lines) std::printf("%s\n", line.c_str());
-  std::printf("%zu evictions decided by a tie at the cut\n", lines.size());
-  return 0;
+  size_t steps = 0, deciding = 0, disagreeing = 0;
+  for (const vectors::LoadedCase* c : cases) {
+    const audit::CaseAudit result = audit::AuditCase(*c);
+    std::printf("%s", audit::AuditText(result, absl::GetFlag(FLAGS_deciding_only)).c_str());
+    for (const std::string& problem : audit::ExpectedLogProblems(*c, result)) {
+      std::printf("  DISAGREES WITH THE EXPECTED LOG: %s\n", problem.c_str());
+      ++disagreeing;
+    }
+    steps += result.steps.size();
+    deciding += result.deciding_ties;
+  }
+  std::printf("%zu cases, %zu evicting steps, %zu deciding ties\n", cases.size(),
+              steps, deciding);
+  return disagreeing == 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -97,7 +119,10 @@ int Main(const std::vector<char*>& args) {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "The tie-breaking audit and the rule census of kvspec's vectors.\n"
-      "  audit <case id>   every eviction where a tie at the cut decided a victim\n"
+      "  audit <case id>   the case run as the harness runs it: each evicting\n"
+      "                    step's victims per kept set, and each tie that\n"
+      "                    decided them (equal scores on both sides of a cut)\n"
+      "  audit --all       the same for every case, then the totals\n"
       "  audit --census    how many cases each spec rule decided, per policy\n"
       "  audit --list      every case id");
   const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
