@@ -58,10 +58,25 @@ absl::StatusOr<std::vector<Expectation>> ParseExpectations(
   return entries;
 }
 
-Verdict Judge(const RunReport& report, const std::vector<Expectation>& expectations) {
+Verdict Judge(const RunReport& report, const std::vector<Expectation>& expectations,
+              bool require_all) {
   Verdict verdict;
+  verdict.require_all = require_all;
   std::vector<bool> used(expectations.size(), false);
   for (const CaseReport& c : report.cases) {
+    if (c.outcome == Outcome::kNotRun) {
+      // spec/protocol.md#features: not the port's fault, unless every case
+      // must run. An entry that matches it is not stale.
+      ++verdict.not_run;
+      for (size_t i = 0; i < expectations.size(); ++i) {
+        if (MatchesPattern(c.id, expectations[i].pattern)) used[i] = true;
+      }
+      if (require_all) {
+        verdict.failures.push_back(
+            absl::StrFormat("not run: %s: %s (--require_all)", c.id, c.detail));
+      }
+      continue;
+    }
     // An exact ID wins over a pattern; among patterns, the longest.
     int best = -1;
     for (size_t i = 0; i < expectations.size(); ++i) {

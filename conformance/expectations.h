@@ -31,12 +31,18 @@ struct Verdict {
   std::vector<std::string> failures;
   // Cases whose (non-pass) outcome an entry expected.
   int expected_failures = 0;
+  // Cases not run, and whether they count as failures (--require_all).
+  int not_run = 0;
+  bool require_all = false;
 };
 
-// Judges a run against the expectations. Cases not run because they were
-// excluded are neither checked nor counted; an entry that matches no case
-// that ran is stale.
-Verdict Judge(const RunReport& report, const std::vector<Expectation>& expectations);
+// Judges a run against the expectations. Cases excluded by the selection
+// are neither checked nor counted, and so are cases `not run` because the
+// port lacks what they need (spec/protocol.md#features), unless
+// `require_all`: then each is a failure. An entry that matches no case that
+// ran, or was not run, is stale.
+Verdict Judge(const RunReport& report, const std::vector<Expectation>& expectations,
+              bool require_all = false);
 
 }  // namespace conformance
 }  // namespace kvspec

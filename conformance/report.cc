@@ -1,5 +1,6 @@
 #include "conformance/report.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -14,23 +15,46 @@ namespace kvspec {
 namespace conformance {
 namespace {
 
+std::string Json(const std::string& text);
+
 struct Counts {
-  int passed = 0, failed = 0, skipped = 0;
+  int passed = 0, failed = 0, skipped = 0, not_run = 0;
+  void Add(Outcome outcome) {
+    if (outcome == Outcome::kPass) {
+      ++passed;
+    } else if (outcome == Outcome::kSkipped) {
+      ++skipped;
+    } else if (outcome == Outcome::kNotRun) {
+      ++not_run;
+    } else {
+      ++failed;
+    }
+  }
 };
 
 Counts Count(const RunReport& report, const std::string& policy) {
   Counts counts;
   for (const CaseReport& c : report.cases) {
     if (!policy.empty() && c.policy != policy) continue;
-    if (c.outcome == Outcome::kPass) {
-      ++counts.passed;
-    } else if (c.outcome == Outcome::kSkipped) {
-      ++counts.skipped;
-    } else {
-      ++counts.failed;
-    }
+    counts.Add(c.outcome);
   }
   return counts;
+}
+
+// A case's features beyond `decode`, as a row label: "heads + prefill", or
+// "decode" for a case that needs nothing else.
+std::string FeatureLabel(const CaseReport& c) {
+  std::vector<std::string> rest;
+  for (const std::string& feature : c.features) {
+    if (feature != "decode") rest.push_back(feature);
+  }
+  return rest.empty() ? "decode" : absl::StrJoin(rest, " + ");
+}
+
+std::string JsonList(const std::vector<std::string>& items) {
+  std::vector<std::string> quoted;
+  for (const std::string& item : items) quoted.push_back(Json(item));
+  return "[" + absl::StrJoin(quoted, ", ") + "]";
 }
 
 std::string Xml(const std::string& text) {
@@ -96,24 +120,62 @@ std::string DivergenceJson(const Divergence& d) {
 
 std::string TextReport(const RunReport& report, const Verdict& verdict) {
   std::string text = absl::StrFormat(
-      "port: %s (%s %s), protocol %d, spec %s\n\n", report.hello.port_name(),
+      "port: %s (%s %s), protocol %d, spec %s\n", report.hello.port_name(),
       report.hello.language(), report.hello.port_version(),
       report.hello.protocol_version(), report.hello.spec_version());
-  std::map<std::string, bool> policies;
-  for (const CaseReport& c : report.cases) policies[c.policy] = true;
-  text += absl::StrFormat("| %-14s | %6s | %6s | %7s |\n", "policy", "passed",
-                          "failed", "skipped");
-  text += "| -------------- | -----: | -----: | ------: |\n";
-  for (const auto& [policy, unused] : policies) {
-    const Counts counts = Count(report, policy);
-    text += absl::StrFormat("| %-14s | %6d | %6d | %7d |\n", policy, counts.passed,
-                            counts.failed, counts.skipped);
+  text += absl::StrFormat(
+      "features: %s (%s)\n",
+      absl::StrJoin(report.port_features.begin(), report.port_features.end(), ", "),
+      report.features_source);
+  if (!report.unknown_features.empty()) {
+    text += absl::StrFormat("features this runner does not know: %s\n",
+                            absl::StrJoin(report.unknown_features, ", "));
   }
   text += "\n";
+  const auto table = [&text](const std::string& label,
+                             const std::map<std::string, Counts>& rows) {
+    int width = static_cast<int>(label.size());
+    for (const auto& [name, counts] : rows) {
+      width = std::max(width, static_cast<int>(name.size()));
+    }
+    text += absl::StrFormat("| %-*s | %6s | %6s | %7s | %7s |\n", width, label,
+                            "passed", "failed", "skipped", "not run");
+    text += "| " + std::string(static_cast<size_t>(width), '-') +
+            " | -----: | -----: | ------: | ------: |\n";
+    for (const auto& [name, counts] : rows) {
+      text += absl::StrFormat("| %-*s | %6d | %6d | %7d | %7d |\n", width, name,
+                              counts.passed, counts.failed, counts.skipped,
+                              counts.not_run);
+    }
+    text += "\n";
+  };
+  std::map<std::string, Counts> by_policy, by_feature;
   for (const CaseReport& c : report.cases) {
+    by_policy[c.policy].Add(c.outcome);
+    by_feature[FeatureLabel(c)].Add(c.outcome);
+  }
+  table("policy", by_policy);
+  table("features (beyond decode)", by_feature);
+  std::map<std::string, int> not_run;
+  for (const CaseReport& c : report.cases) {
+    if (c.outcome == Outcome::kNotRun) {
+      ++not_run[c.detail];
+      continue;
+    }
     if (c.outcome == Outcome::kPass) continue;
     text += absl::StrFormat("%s: %s\n", c.id, OutcomeName(c.outcome));
+    if (c.outcome != Outcome::kSkipped && c.outcome != Outcome::kNotReached) {
+      text += absl::StrFormat("  case: %s\n  flags: %s; features: %s; since %s\n"
+                              "  policy: %s (%s)\n",
+                              c.description,
+                              c.flags.empty() ? "none" : absl::StrJoin(c.flags, ", "),
+                              absl::StrJoin(c.features, ", "), c.since, c.policy,
+                              c.configuration);
+    }
     if (!c.detail.empty()) text += "  " + absl::StrReplaceAll(c.detail, {{"\n", "\n  "}}) + "\n";
+  }
+  for (const auto& [reason, n] : not_run) {
+    text += absl::StrFormat("not run: %d %s %s\n", n, n == 1 ? "case" : "cases", reason);
   }
   std::map<std::string, int> reasons;
   for (const Exclusion& e : report.excluded) ++reasons[e.reason];
@@ -123,12 +185,15 @@ std::string TextReport(const RunReport& report, const Verdict& verdict) {
   for (const std::string& failure : verdict.failures) text += "FAIL: " + failure + "\n";
   const Counts all = Count(report, "");
   text += absl::StrFormat(
-      "%d cases run, %d excluded; %d failures expected by the expectation file, "
-      "%d unexpected outcomes\n",
+      "%d cases, %d excluded; %d failures expected by the expectation file, "
+      "%d unexpected outcomes; %.1f s\n",
       report.cases.size(), report.excluded.size(), verdict.expected_failures,
-      verdict.failures.size());
-  text += absl::StrFormat("%d passed, %d failed, %d skipped\n", all.passed,
-                          all.failed, all.skipped);
+      verdict.failures.size(), report.seconds);
+  // With --require_all a case not run is a failure, and counted as one.
+  const int failed = all.failed + (verdict.require_all ? all.not_run : 0);
+  text += absl::StrFormat("%d passed, %d failed, %d skipped, %d not run\n",
+                          all.passed, failed, all.skipped,
+                          verdict.require_all ? 0 : all.not_run);
   return text;
 }
 
@@ -141,16 +206,17 @@ std::string JUnitXml(const RunReport& report) {
       "<testsuites tests=\"%d\" failures=\"%d\" skipped=\"%d\" time=\"%.3f\">\n"
       "  <testsuite name=\"kvspec-conformance %s\" tests=\"%d\" failures=\"%d\" "
       "skipped=\"%d\" time=\"%.3f\">\n",
-      report.cases.size(), all.failed, all.skipped, seconds,
-      Xml(report.hello.port_name()), report.cases.size(), all.failed, all.skipped,
-      seconds);
+      report.cases.size(), all.failed, all.skipped + all.not_run, seconds,
+      Xml(report.hello.port_name()), report.cases.size(), all.failed,
+      all.skipped + all.not_run, seconds);
   for (const CaseReport& c : report.cases) {
     xml += absl::StrFormat("    <testcase name=\"%s\" classname=\"%s\" time=\"%.3f\"",
                            Xml(c.id), Xml(c.policy), c.seconds);
     if (c.outcome == Outcome::kPass) {
       xml += "/>\n";
-    } else if (c.outcome == Outcome::kSkipped) {
-      xml += absl::StrFormat("><skipped message=\"%s\"/></testcase>\n", Xml(c.detail));
+    } else if (c.outcome == Outcome::kSkipped || c.outcome == Outcome::kNotRun) {
+      xml += absl::StrFormat("><skipped message=\"%s: %s\"/></testcase>\n",
+                             Xml(OutcomeName(c.outcome)), Xml(c.detail));
     } else {
       xml += absl::StrFormat("><failure message=\"%s\">%s</failure></testcase>\n",
                              Xml(OutcomeName(c.outcome)), Xml(c.detail));
@@ -167,15 +233,26 @@ std::string JsonSummary(const RunReport& report, const Verdict& verdict) {
                           Json(report.hello.port_name()),
                           Json(report.hello.language()));
   json += absl::StrFormat(
-      "  \"passed\": %d,\n  \"failed\": %d,\n  \"skipped\": %d,\n  \"excluded\": %d,\n"
-      "  \"unexpected\": %d,\n  \"cases\": [\n",
-      all.passed, all.failed, all.skipped, report.excluded.size(),
-      verdict.failures.size());
+      "  \"spec_version\": %s,\n  \"features\": %s,\n  \"features_source\": %s,\n",
+      Json(report.hello.spec_version()),
+      JsonList({report.port_features.begin(), report.port_features.end()}),
+      Json(report.features_source));
+  json += absl::StrFormat(
+      "  \"passed\": %d,\n  \"failed\": %d,\n  \"skipped\": %d,\n  \"not_run\": %d,\n"
+      "  \"excluded\": %d,\n  \"unexpected\": %d,\n  \"require_all\": %s,\n"
+      "  \"seconds\": %.3f,\n  \"cases\": [\n",
+      all.passed, all.failed, all.skipped, all.not_run, report.excluded.size(),
+      verdict.failures.size(), verdict.require_all ? "true" : "false",
+      report.seconds);
   for (size_t i = 0; i < report.cases.size(); ++i) {
     const CaseReport& c = report.cases[i];
     json += absl::StrFormat(
-        "    {\"id\": %s, \"policy\": %s, \"outcome\": %s, \"seconds\": %.6f",
-        Json(c.id), Json(c.policy), Json(OutcomeName(c.outcome)), c.seconds);
+        "    {\"id\": %s, \"policy\": %s, \"outcome\": %s, \"seconds\": %.6f,\n"
+        "     \"features\": %s, \"since\": %s, \"flags\": %s,\n"
+        "     \"description\": %s, \"configuration\": %s",
+        Json(c.id), Json(c.policy), Json(OutcomeName(c.outcome)), c.seconds,
+        JsonList(c.features), Json(c.since), JsonList(c.flags), Json(c.description),
+        Json(c.configuration));
     if (c.outcome != Outcome::kPass) {
       json += absl::StrFormat(",\n     \"detail\": %s", Json(c.detail));
       if (!c.replay.empty()) {

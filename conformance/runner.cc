@@ -12,6 +12,7 @@
 #include "cc/text.h"
 #include "cc/version.h"
 #include "conformance/port.h"
+#include "tools/vectors/features.h"
 
 namespace kvspec {
 namespace conformance {
@@ -55,6 +56,17 @@ std::vector<std::string> CutItems(const kvspec::v1::StepResult& step) {
     items.push_back(absl::StrFormat("%d: %s", r.position(), FloatText(r.score())));
   }
   return items;
+}
+
+// "budget=4, sinks=2; seed 7" (no parameters: "defaults").
+std::string ConfigurationText(const kvspec::v1::PolicyConfig& policy) {
+  std::vector<std::string> parameters;
+  for (const kvspec::v1::Parameter& p : policy.parameters()) {
+    parameters.push_back(absl::StrFormat("%s=%d", p.name(), p.value()));
+  }
+  std::string text = parameters.empty() ? "defaults" : absl::StrJoin(parameters, ", ");
+  if (policy.seed() != 0) text += absl::StrFormat("; seed %d", policy.seed());
+  return text;
 }
 
 bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof(a)) == 0; }
@@ -131,6 +143,7 @@ std::string OutcomeName(Outcome outcome) {
     case Outcome::kTimeout: return "timeout";
     case Outcome::kProtocolError: return "protocol error";
     case Outcome::kNotRun: return "not run";
+    case Outcome::kNotReached: return "not reached";
   }
   return "unknown";
 }
@@ -143,7 +156,7 @@ bool ParseOutcome(const std::string& text, Outcome& outcome) {
   for (Outcome o : {Outcome::kPass, Outcome::kMismatch, Outcome::kWrongAccept,
                     Outcome::kWrongReject, Outcome::kSkipped, Outcome::kError,
                     Outcome::kCrash, Outcome::kTimeout, Outcome::kProtocolError,
-                    Outcome::kNotRun}) {
+                    Outcome::kNotRun, Outcome::kNotReached}) {
     if (OutcomeName(o) == normal) {
       outcome = o;
       return true;
@@ -428,8 +441,28 @@ absl::StatusOr<RunReport> RunConformance(const vectors::VectorSet& set,
                                                  options.shard_total)});
     }
   }
+  const auto run_start = std::chrono::steady_clock::now();
   Session session(options);
   if (absl::Status status = session.Start(&report.hello); !status.ok()) return status;
+  // spec/protocol.md#features: what the port implements.
+  const std::string& port_version = report.hello.spec_version();
+  if (!vectors::ParseVersion(port_version).has_value()) {
+    session.Stop();
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "port '%s': its hello declares spec version '%s', which is not "
+        "MAJOR.MINOR.PATCH (spec/README.md#versioning); nothing was run",
+        options.port_command, port_version));
+  }
+  if (report.hello.features().empty()) {
+    report.port_features = vectors::FeaturesOfVersion(port_version);
+    report.features_source = "none declared: those of spec " + port_version;
+  } else {
+    for (const std::string& name : report.hello.features()) {
+      report.port_features.insert(name);
+      if (vectors::FindFeature(name) == nullptr) report.unknown_features.push_back(name);
+    }
+    report.features_source = "declared by the port";
+  }
   int failures_in_a_row = 0;
   int failures = 0;
   bool abandoned = false;
@@ -439,21 +472,42 @@ absl::StatusOr<RunReport> RunConformance(const vectors::VectorSet& set,
     CaseReport case_report;
     case_report.id = loaded.vector->id();
     case_report.policy = loaded.vector->policy().name();
+    case_report.features.assign(loaded.vector->features().begin(),
+                                loaded.vector->features().end());
+    case_report.since = loaded.vector->since();
+    case_report.description = loaded.vector->description();
+    case_report.flags.assign(loaded.vector->flags().begin(), loaded.vector->flags().end());
+    case_report.configuration = ConfigurationText(loaded.vector->policy());
+    std::vector<std::string> missing;
+    for (const std::string& feature : case_report.features) {
+      if (report.port_features.count(feature) == 0) missing.push_back(feature);
+    }
     const auto start = std::chrono::steady_clock::now();
     const auto& supported = report.hello.policies();
     if (abandoned) {
-      case_report.outcome = Outcome::kNotRun;
+      case_report.outcome = Outcome::kNotReached;
       case_report.detail = absl::StrFormat(
           "the port was abandoned after %d failures in a row", options.max_restarts);
     } else if (stopped) {
-      case_report.outcome = Outcome::kNotRun;
+      case_report.outcome = Outcome::kNotReached;
       case_report.detail = absl::StrFormat(
           "stopped after %d failures (--stop_after_failures)", failures);
     } else if (std::find(supported.begin(), supported.end(), case_report.policy) ==
                    supported.end() &&
                IsRegistered(case_report.policy)) {
-      case_report.outcome = Outcome::kSkipped;
-      case_report.detail = "the port's hello does not list policy " + case_report.policy;
+      case_report.outcome = Outcome::kNotRun;
+      case_report.detail = "needs policy " + case_report.policy +
+                           ", which the port's hello does not list";
+    } else if (!missing.empty()) {
+      case_report.outcome = Outcome::kNotRun;
+      case_report.detail = absl::StrFormat(
+          "needs %s %s, which the port does not implement",
+          missing.size() == 1 ? "feature" : "features", absl::StrJoin(missing, ", "));
+    } else if (vectors::CompareVersions(case_report.since, port_version) > 0) {
+      case_report.outcome = Outcome::kNotRun;
+      case_report.detail = absl::StrFormat(
+          "its outcome was set in spec %s; the port follows spec %s",
+          case_report.since, port_version);
     } else if (session.RunCase(loaded, case_report)) {
       ++failures_in_a_row;
       if (failures_in_a_row >= options.max_restarts) {
@@ -472,7 +526,8 @@ absl::StatusOr<RunReport> RunConformance(const vectors::VectorSet& set,
     case_report.seconds = Seconds(start);
     if (case_report.outcome != Outcome::kPass &&
         case_report.outcome != Outcome::kSkipped &&
-        case_report.outcome != Outcome::kNotRun) {
+        case_report.outcome != Outcome::kNotRun &&
+        case_report.outcome != Outcome::kNotReached) {
       ++failures;
       if (options.stop_after_failures > 0 && failures >= options.stop_after_failures) {
         stopped = true;
@@ -482,6 +537,7 @@ absl::StatusOr<RunReport> RunConformance(const vectors::VectorSet& set,
     if (options.progress) options.progress(i + 1, mine.size());
   }
   session.Stop();
+  report.seconds = Seconds(run_start);
   return report;
 }
 

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,8 +20,7 @@ namespace conformance {
 
 inline constexpr uint32_t kProtocolVersion = 1;
 
-// spec/protocol.md#outcomes, plus kNotRun for cases after the port was
-// abandoned.
+// spec/protocol.md#outcomes.
 enum class Outcome {
   kPass,
   kMismatch,
@@ -31,7 +31,14 @@ enum class Outcome {
   kCrash,
   kTimeout,
   kProtocolError,
+  // Not sent: the case needs a feature the port does not declare, or its
+  // outcome was set in a spec version after the port's
+  // (spec/protocol.md#features). Counted apart; a failure only with
+  // --require_all.
   kNotRun,
+  // Not sent: the port was abandoned, or the run stopped
+  // (--stop_after_failures), before this case. A failure.
+  kNotReached,
 };
 
 // "pass", "mismatch", "wrong accept", ... as in the spec's table.
@@ -61,6 +68,9 @@ struct RunnerOptions {
   // Stop after this many cases that did not pass (0: never); the rest are
   // reported as not run. For mutant runs, where one failure is the answer.
   int stop_after_failures = 0;
+  // Every case the port cannot run (kNotRun) is a failure
+  // (spec/protocol.md#features). The bundled ports run with it.
+  bool require_all = false;
   // Called after each case (progress reports).
   std::function<void(size_t done, size_t total)> progress;
 };
@@ -96,6 +106,14 @@ struct CaseReport {
   std::optional<Divergence> divergence;
   // The command line that reruns this case alone (empty for a pass).
   std::string replay;
+  // The case's features and `since` (spec/features.md), for reports.
+  std::vector<std::string> features;
+  std::string since;
+  // What a porter triaging a failure reads first: the case's description,
+  // flags, and policy configuration ("budget=4, sinks=2; seed 7").
+  std::string description;
+  std::vector<std::string> flags;
+  std::string configuration;
 };
 
 struct Exclusion {
@@ -105,6 +123,15 @@ struct Exclusion {
 
 struct RunReport {
   v1::HelloReply hello;
+  // The features the runner takes the port to implement: its hello's list,
+  // or, when that is empty, those of its spec version
+  // (spec/protocol.md#features); how it got them, for the report; and the
+  // names in its hello that spec/features.md does not have.
+  std::set<std::string> port_features;
+  std::string features_source;
+  std::vector<std::string> unknown_features;
+  // Wall time of the whole run, port start-up included.
+  double seconds = 0.0;
   std::vector<CaseReport> cases;
   std::vector<Exclusion> excluded;
 };

@@ -25,7 +25,7 @@ $RUNNER --vectors=vectors --case=h2o/ties/equal-sums-evict-lower \
 $RUNNER --vectors=vectors --port="$TESTEE" --policy=window \
   --junit="$TMP/junit.xml" --json="$TMP/summary.json" >"$TMP/out" 2>&1 \
   || fail "a clean run exited non-zero: $(tail -3 "$TMP/out")"
-tail -1 "$TMP/out" | grep -qE '^[0-9]+ passed, 0 failed, 0 skipped$' \
+tail -1 "$TMP/out" | grep -qE '^[0-9]+ passed, 0 failed, 0 skipped, 0 not run$' \
   || fail "closing line: $(tail -1 "$TMP/out")"
 grep -q "excluded: .* not selected by --policy=window" "$TMP/out" \
   || fail "exclusions are not reported"
@@ -51,6 +51,24 @@ $RUNNER --vectors="$TMP/nowhere" --port="$TESTEE" >"$TMP/novec" 2>&1
 $RUNNER --vectors=vectors --port=/bin/false >"$TMP/false" 2>&1
 [[ $? -eq 1 ]] && grep -qE "no hello reply|could not send the hello" "$TMP/false" \
   || fail "a port that exits at once"
+
+# --dump, then --decode: the frames as text, both sides; the wrong side and a
+# truncated file are refused with a reason.
+$RUNNER --vectors=vectors --case=window/basic/single-steps --dump="$TMP/dump.bin" \
+  >/dev/null 2>&1 || fail "--dump"
+$RUNNER --decode="$TMP/dump.bin" >"$TMP/dump.txt" 2>&1 || fail "--decode of a dump"
+grep -q 'case_id: "window/basic/single-steps"' "$TMP/dump.txt" \
+  && grep -q '# frame 2: ' "$TMP/dump.txt" || fail "--decode prints the request"
+"$TESTEE" <"$TMP/dump.bin" >"$TMP/reply.bin" 2>/dev/null
+$RUNNER --decode="$TMP/reply.bin" --decode_as=port >"$TMP/reply.txt" 2>&1 \
+  || fail "--decode of a reply"
+grep -q 'features: "prefill"' "$TMP/reply.txt" && grep -q 'kept_count: 3' "$TMP/reply.txt" \
+  || fail "--decode_as=port prints the hello and the log"
+$RUNNER --decode="$TMP/reply.bin" >"$TMP/wrong.txt" 2>&1
+[[ $? -eq 2 ]] && grep -q "try --decode_as=port" "$TMP/wrong.txt" || fail "wrong side"
+head -c 9 "$TMP/dump.bin" >"$TMP/cut.bin"
+$RUNNER --decode="$TMP/cut.bin" >"$TMP/cut.txt" 2>&1
+[[ $? -eq 2 ]] && grep -q "is truncated" "$TMP/cut.txt" || fail "a truncated frame"
 
 if [[ $failures -ne 0 ]]; then echo "$failures check(s) failed"; exit 1; fi
 echo "all runner CLI checks passed"

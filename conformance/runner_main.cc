@@ -4,6 +4,7 @@
 //   bazel run //conformance:runner -- --port=... --policy=snapkv --case='snapkv/ring/*'
 //   bazel run //conformance:runner -- --port=... --expectations=FILE --junit=out.xml
 //   bazel run //conformance:runner -- --case=ID --dump=FILE   # frames to replay by hand
+//   bazel run //conformance:runner -- --decode=FILE [--decode_as=port]  # frames as text
 #include <limits.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "cc/version.h"
+#include "conformance/decode.h"
 #include "conformance/expectations.h"
 #include "conformance/frame.h"
 #include "conformance/report.h"
@@ -40,15 +42,25 @@ ABSL_FLAG(std::string, expectations, "",
 ABSL_FLAG(double, timeout_seconds, 60.0, "Per-case timeout, in seconds.");
 ABSL_FLAG(int, max_restarts, 3,
           "Abandon the port after this many crashes, timeouts or protocol "
-          "errors in a row; the remaining cases are reported as not run.");
+          "errors in a row; the remaining cases are reported as not reached.");
 ABSL_FLAG(uint64_t, max_frame_bytes, uint64_t{64} << 20,
           "Largest frame the runner accepts from the port; checked before "
           "anything is allocated.");
 ABSL_FLAG(int, stop_after_failures, 0,
           "Stop after this many cases that did not pass (0: run everything); "
-          "the rest are reported as not run.");
+          "the rest are reported as not reached.");
+ABSL_FLAG(bool, require_all, false,
+          "Every case the port cannot run (a feature it does not declare, or "
+          "an outcome set after its spec version) is a failure, not 'not "
+          "run'. The bundled ports run with it.");
 ABSL_FLAG(std::string, junit, "", "Also write a JUnit XML report to this file.");
 ABSL_FLAG(std::string, json, "", "Also write a JSON summary to this file.");
+ABSL_FLAG(std::string, decode, "",
+          "Print the frames of this file as text and exit: a --dump file (the "
+          "runner's frames), or with --decode_as=port a port's recorded "
+          "reply (port < dump > reply).");
+ABSL_FLAG(std::string, decode_as, "runner",
+          "With --decode: whose frames the file holds, 'runner' or 'port'.");
 ABSL_FLAG(std::string, dump, "",
           "With --case=ID: write the hello and request frames the runner "
           "would send for that case to this file (replay with: port < FILE), "
@@ -94,7 +106,36 @@ std::string ReplayPrefix(const std::string& vectors, const std::string& port) {
          " --vectors=" + ShellQuote(RealPath(vectors)) + " --port=" + ShellQuote(port);
 }
 
+int Decode(const std::string& path) {
+  const std::string as = absl::GetFlag(FLAGS_decode_as);
+  if (as != "runner" && as != "port") {
+    std::fprintf(stderr, "runner: --decode_as must be 'runner' or 'port', not '%s'\n",
+                 as.c_str());
+    return 2;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "runner: cannot read %s\n", path.c_str());
+    return 2;
+  }
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  const absl::StatusOr<std::string> text =
+      FramesAsText(bytes.str(), as == "runner" ? Side::kRunner : Side::kPort,
+                   absl::GetFlag(FLAGS_max_frame_bytes));
+  if (!text.ok()) {
+    std::fprintf(stderr, "runner: %s: %s\n", path.c_str(),
+                 std::string(text.status().message()).c_str());
+    return 2;
+  }
+  std::printf("%s", text->c_str());
+  return 0;
+}
+
 int Main() {
+  if (const std::string path = absl::GetFlag(FLAGS_decode); !path.empty()) {
+    return Decode(path);
+  }
   std::string directory = absl::GetFlag(FLAGS_vectors);
   if (directory.empty()) directory = DefaultVectors();
   const absl::StatusOr<vectors::VectorSet> set = vectors::LoadVectorSet(directory);
@@ -133,6 +174,7 @@ int Main() {
   options.case_pattern = absl::GetFlag(FLAGS_case);
   options.policy = absl::GetFlag(FLAGS_policy);
   options.stop_after_failures = absl::GetFlag(FLAGS_stop_after_failures);
+  options.require_all = absl::GetFlag(FLAGS_require_all);
   options.shard_total = std::max(1, EnvInt("TEST_TOTAL_SHARDS", 1));
   options.shard_index = EnvInt("TEST_SHARD_INDEX", 0);
   if (const char* status_file = std::getenv("TEST_SHARD_STATUS_FILE")) {
@@ -166,7 +208,7 @@ int Main() {
     std::printf("0 passed, 1 failed\n");
     return 1;
   }
-  const Verdict verdict = Judge(*report, expectations);
+  const Verdict verdict = Judge(*report, expectations, options.require_all);
   if (const std::string path = absl::GetFlag(FLAGS_junit); !path.empty()) {
     WriteFile(path, JUnitXml(*report));
   }

@@ -4,9 +4,11 @@
 #include "conformance/runner.h"
 
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <string>
 
+#include "absl/strings/str_format.h"
 #include "conformance/expectations.h"
 #include "conformance/report.h"
 #include "gtest/gtest.h"
@@ -227,16 +229,17 @@ TEST(Runner, APortCrashingOnEveryCaseIsAbandoned) {
   RunnerOptions options = Fake("crash", "*");
   options.max_restarts = 2;
   EXPECT_EQ(RunCases(options).outcomes,
-            (Outcomes{"crash", "crash", "not run", "not run"}));
+            (Outcomes{"crash", "crash", "not reached", "not reached"}));
 }
 
-TEST(Runner, PoliciesMissingFromTheHelloAreSkippedUnsent) {
+TEST(Runner, PoliciesMissingFromTheHelloAreNotRun) {
   RunnerOptions options = Fake("no_tova", "none", "tova/ties/*");
   const auto report = RunConformance(Vectors(), options);
   ASSERT_TRUE(report.ok());
   ASSERT_EQ(report->cases.size(), 1u);
-  EXPECT_EQ(report->cases[0].outcome, Outcome::kSkipped);
-  EXPECT_NE(report->cases[0].detail.find("does not list policy tova"),
+  EXPECT_EQ(report->cases[0].outcome, Outcome::kNotRun);
+  EXPECT_NE(report->cases[0].detail.find("needs policy tova, which the port's hello "
+                                         "does not list"),
             std::string::npos);
 }
 
@@ -353,6 +356,113 @@ TEST(CompareLogs, FindsTheFirstDifferingKeptSet) {
             Outcome::kMismatch);
   EXPECT_NE(detail.find("expected 2 per-set records"), std::string::npos)
       << detail;
+}
+
+// spec/protocol.md#features: a port of spec 0.1.0 that declares no features
+// and ignores every field it does not know (the partial port: the reference
+// behind a filter that drops those fields and refuses later parameters) is
+// sent only what it can run, and so gets no failure on the whole suite.
+// The not-run counts, by reason, are counted here from the vectors.
+TEST(Runner, AnOldPortThatDeclaresNothingGetsNoFailure) {
+  RunnerOptions options;
+  options.port_command = Binary("partial_port") + " --spec_version=0.1.0";
+  options.timeout_seconds = 120.0;
+  const auto report = RunConformance(Vectors(), options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  std::map<std::string, int> want, got;
+  int want_sent = 0;
+  for (const vectors::LoadedCase& c : Vectors().cases) {
+    const std::string& policy = c.vector->policy().name();
+    const bool positional = policy == "full" || policy == "window" ||
+                            policy == "streamingllm";
+    const bool registered = positional || policy == "h2o" || policy == "tova" ||
+                            policy == "snapkv" || policy == "random";
+    const bool only_decode =
+        c.vector->features_size() == 1 && c.vector->features(0) == "decode";
+    if (registered && !positional) {
+      ++want["policy"];
+    } else if (!only_decode) {
+      ++want["feature"];
+    } else if (c.vector->since() != "0.1.0") {
+      ++want["version"];
+    } else {
+      ++want_sent;
+    }
+  }
+  int sent = 0;
+  for (const CaseReport& c : report->cases) {
+    if (c.outcome == Outcome::kNotRun) {
+      if (c.detail.rfind("needs policy", 0) == 0) ++got["policy"];
+      if (c.detail.rfind("needs feature", 0) == 0) ++got["feature"];
+      if (c.detail.find("its outcome was set in spec") == 0) ++got["version"];
+    } else {
+      ++sent;
+      EXPECT_EQ(c.outcome, Outcome::kPass) << c.id << ": " << c.detail;
+    }
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(sent, want_sent);
+  EXPECT_GT(sent, 20);  // not vacuous: the decode cases of 0.1.0 ran
+  const Verdict verdict = Judge(*report, {});
+  EXPECT_TRUE(verdict.failures.empty()) << verdict.failures.front();
+  EXPECT_EQ(verdict.not_run, want["policy"] + want["feature"] + want["version"]);
+  EXPECT_EQ(report->port_features, (std::set<std::string>{"decode"}));
+  // --require_all makes each of them a failure.
+  EXPECT_EQ(Judge(*report, {}, /*require_all=*/true).failures.size(),
+            static_cast<size_t>(verdict.not_run));
+  const std::string text = TextReport(*report, verdict);
+  EXPECT_NE(text.find(absl::StrFormat("%d passed, 0 failed, 0 skipped, %d not run",
+                                      sent, verdict.not_run)),
+            std::string::npos)
+      << text;
+}
+
+// The same port declaring a feature it does not implement (heads) is sent
+// the heads cases, answers them from what is left, and fails them.
+TEST(Runner, APortDeclaringAFeatureItLacksFailsThoseCases) {
+  RunnerOptions options;
+  options.port_command = Binary("partial_port") +
+                         " --spec_version=0.5.0 --declare=decode,trace,heads,trace-heads,"
+                         "adaptive --implement=decode,trace,adaptive";
+  options.case_pattern = "h2o/heads/*";
+  const auto report = RunConformance(Vectors(), options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  int failed = 0;
+  for (const CaseReport& c : report->cases) {
+    EXPECT_NE(c.outcome, Outcome::kNotRun) << c.id;
+    if (c.outcome != Outcome::kPass) ++failed;
+  }
+  EXPECT_GT(failed, static_cast<int>(report->cases.size()) / 2);
+  EXPECT_EQ(Judge(*report, {}).failures.size(), static_cast<size_t>(failed));
+}
+
+TEST(Runner, ASpecVersionThatDoesNotParseIsRefused) {
+  RunnerOptions options;
+  options.port_command = Binary("partial_port") + " --spec_version=0.3";
+  options.case_pattern = kCases;
+  const auto report = RunConformance(Vectors(), options);
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.status().message().find("'0.3', which is not MAJOR.MINOR.PATCH"),
+            absl::string_view::npos)
+      << report.status();
+}
+
+TEST(Runner, UnknownFeaturesAreRunAndReported) {
+  RunnerOptions options;
+  options.port_command = Binary("partial_port") +
+                         " --spec_version=0.7.0 --declare=decode,teleportation";
+  options.case_pattern = kCases;
+  const auto report = RunConformance(Vectors(), options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->unknown_features, (std::vector<std::string>{"teleportation"}));
+  for (const CaseReport& c : report->cases) EXPECT_EQ(c.outcome, Outcome::kPass);
+  const std::string json = JsonSummary(*report, Judge(*report, {}));
+  EXPECT_NE(json.find("\"features\": [\"decode\"], \"since\": \"0.1.0\""),
+            std::string::npos)
+      << json.substr(0, 2000);
+  const std::string text = TextReport(*report, Judge(*report, {}));
+  EXPECT_NE(text.find("features this runner does not know: teleportation"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ for entry in "${ports[@]}"; do
   IFS=: read -r name command expectations <<<"$entry"
   echo "running $name" >&2
   start=$(date +%s.%N)
-  "$bin/conformance/runner" --vectors=vectors --port="$command" \
+  "$bin/conformance/runner" --vectors=vectors --port="$command" --require_all \
     --expectations="$expectations" --json="$work/$name.json" >"$work/$name.txt" 2>&1 \
     || { status=1; echo "== $name: unexpected outcomes =="; grep -E '^FAIL|: (mismatch|wrong|crash|timeout|protocol|error)' "$work/$name.txt" | head -20; }
   # Wall time of the whole run: port start-up, every case, the comparison.

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -90,22 +91,29 @@ int Main() {
   std::printf("wrote %zu files, %zu bytes, to %s\n", files->size(), total,
               target.c_str());
 
-  const fs::path spec = fs::path(root) / "spec" / "vectors.md";
-  std::ifstream in(spec, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  absl::StatusOr<std::string> updated = vectors::ReplaceBlock(
-      text.str(), "flags", vectors::FlagTableMarkdown(), spec.string());
-  if (!updated.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(updated.status().message()).c_str());
-    return 2;
-  }
-  if (*updated != text.str()) {
-    if (!WriteFile(spec, *updated)) {
-      std::fprintf(stderr, "cannot write %s\n", spec.c_str());
+  // The generated tables of the spec: flags (vectors.md), features
+  // (features.md).
+  for (const auto& [file, block, table] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"vectors.md", "flags", vectors::FlagTableMarkdown()},
+           {"features.md", "features", vectors::FeatureTableMarkdown()}}) {
+    const fs::path spec = fs::path(root) / "spec" / file;
+    std::ifstream in(spec, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    absl::StatusOr<std::string> updated =
+        vectors::ReplaceBlock(text.str(), block, table, spec.string());
+    if (!updated.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(updated.status().message()).c_str());
       return 2;
     }
-    std::printf("rewrote the flag table in %s\n", spec.c_str());
+    if (*updated != text.str()) {
+      if (!WriteFile(spec, *updated)) {
+        std::fprintf(stderr, "cannot write %s\n", spec.c_str());
+        return 2;
+      }
+      std::printf("rewrote the %s table in %s\n", block.c_str(), spec.c_str());
+    }
   }
   return 0;
 }
@@ -115,8 +123,8 @@ int Main() {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "Regenerates vectors/ from the reference (atomically) and the flag "
-      "table of spec/vectors.md.");
+      "Regenerates vectors/ from the reference (atomically), the flag "
+      "table of spec/vectors.md and the feature table of spec/features.md.");
   absl::ParseCommandLine(argc, argv);
   return kvspec::Main();
 }

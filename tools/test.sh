@@ -1,24 +1,36 @@
 #!/bin/bash
-# The README's test command (after tools/setup.sh): runs every Bazel test,
-# then tools/determinism.sh (the vectors built by g++ and clang++ at several
-# optimisation levels are byte-identical), then tools/test_ports.sh (each
-# bundled port's unit tests and its conformance run), then
-# tools/kvpress_check.sh (kvpress 0.5.5 itself on the vectors that use a
-# kvpress preset, every disagreement listed in tools/kvpress/disagreements.txt),
-# and ends with one line, "tests: N passed, N failed", counting test cases
-# (GoogleTest cases, one per shell test target, one per determinism
-# configuration, unit tests and conformance cases of each port, the kvpress
-# check's self-test checks and vector cases).
+# The README's test command (after tools/setup.sh): first `tools/setup.sh
+# --tests` (what only the tests need: clang, the mutation testers, the torch
+# environment), then every Bazel test, then tools/determinism.sh (the
+# vectors built by g++ and clang++ at several optimisation levels are
+# byte-identical), then tools/test_ports.sh (each bundled port's unit tests
+# and its conformance run), then tools/old_ports.sh (the Python port of each
+# earlier spec version, from git history, gets no failure), then
+# tools/recipes/check.sh (spec/arithmetic.md's recipes, run in each
+# language here), then tools/kvpress_check.sh (kvpress 0.5.5 itself on the
+# vectors that use a kvpress preset, every disagreement listed in
+# tools/kvpress/disagreements.txt), and ends with one line, "tests: N
+# passed, N failed", counting test cases (GoogleTest cases, one per shell
+# test target, one per determinism configuration, unit tests and
+# conformance cases of each port, one per old port and per recipe, the
+# kvpress check's self-test checks and vector cases).
 #
 #   tools/test.sh [extra bazel test flags]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+if ! tools/setup.sh --tests; then
+  echo "tests: 0 passed, 1 failed (tools/setup.sh --tests failed)"
+  exit 1
+fi
+echo
 log="$(mktemp)"
 determinism="$(mktemp)"
 ports="$(mktemp)"
+old="$(mktemp)"
+recipes="$(mktemp)"
 kvpress="$(mktemp)"
-trap 'rm -f "$log" "$determinism" "$ports" "$kvpress"' EXIT
+trap 'rm -f "$log" "$determinism" "$ports" "$old" "$recipes" "$kvpress"' EXIT
 bazel test //... --test_summary=short "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 echo
@@ -28,14 +40,25 @@ echo
 tools/test_ports.sh 2>&1 | tee "$ports"
 ports_status=${PIPESTATUS[0]}
 echo
+tools/old_ports.sh 2>&1 | tee "$old"
+old_status=${PIPESTATUS[0]}
+echo
+tools/recipes/check.sh 2>&1 | tee "$recipes"
+recipes_status=${PIPESTATUS[0]}
+echo
 tools/kvpress_check.sh 2>&1 | tee "$kvpress"
 kvpress_status=${PIPESTATUS[0]}
 echo
 extra=("$(grep '^determinism:' "$determinism" || echo 'determinism: 0 passed, 1 failed')")
 while IFS= read -r line; do extra+=("$line"); done < <(grep -E '^[a-z-]+: [0-9]+ passed, [0-9]+ failed' "$ports")
+extra+=("$(grep -E '^old-ports: [0-9]+ passed, [0-9]+ failed' "$old" | tail -1 || true)")
+[[ -n "${extra[-1]}" ]] || extra[-1]='old-ports: 0 passed, 1 failed (no closing line)'
+extra+=("$(grep -E '^recipes: [0-9]+ passed, [0-9]+ failed' "$recipes" | tail -1 || true)")
+[[ -n "${extra[-1]}" ]] || extra[-1]='recipes: 0 passed, 1 failed (no closing line)'
 extra+=("$(grep -E '^kvpress-selftest: [0-9]+ passed, [0-9]+ failed' "$kvpress" | tail -1 || true)")
 [[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-selftest: 0 passed, 1 failed (no closing line)'
 extra+=("$(grep -E '^kvpress: [0-9]+ passed, [0-9]+ failed' "$kvpress" | tail -1 || true)")
 [[ -n "${extra[-1]}" ]] || extra[-1]='kvpress: 0 passed, 1 failed (no closing line)'
 python3 tools/test_summary.py "$log" "$(bazel info bazel-testlogs 2>/dev/null)" "${extra[@]}"
-[[ $status -eq 0 && $determinism_status -eq 0 && $ports_status -eq 0 && $kvpress_status -eq 0 ]]
+[[ $status -eq 0 && $determinism_status -eq 0 && $ports_status -eq 0 && $old_status -eq 0 \
+   && $recipes_status -eq 0 && $kvpress_status -eq 0 ]]

@@ -14,7 +14,7 @@ status=0
 
 conformance() {  # name, port launcher, expectation file
   local out code line
-  out="$("$runner" --vectors=vectors --port="$repo/$2" --expectations="$3" 2>&1)"
+  out="$("$runner" --vectors=vectors --port="$repo/$2" --expectations="$3" --require_all 2>&1)"
   code=$?
   echo "$out" | tail -25
   line="$(echo "$out" | tail -1 | grep -oE '^[0-9]+ passed, [0-9]+ failed')"

@@ -4,6 +4,7 @@
 #include "cc/proto_convert.h"
 #include "cc/registry.h"
 #include "cc/version.h"
+#include "tools/vectors/features.h"
 
 namespace kvspec {
 conformance::v1::PortMessage Answer(const conformance::v1::RunnerMessage& in) {
@@ -16,6 +17,10 @@ conformance::v1::PortMessage Answer(const conformance::v1::RunnerMessage& in) {
     hello->set_language("C++17");
     hello->set_port_version(kSpecVersion);
     for (const PolicyInfo& info : RegisteredPolicies()) hello->add_policies(info.name);
+    // spec/features.md: the reference implements every feature.
+    for (const vectors::FeatureInfo& feature : vectors::Features()) {
+      hello->add_features(feature.name);
+    }
     return out;
   }
   const conformance::v1::Request& request = in.request();

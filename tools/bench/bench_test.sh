@@ -6,7 +6,7 @@ set -u
 cd "$TEST_SRCDIR/kvspec" || exit 1
 tmp="${TEST_TMPDIR:-$(mktemp -d)}"
 
-tools/bench/bench --check --root=. --out_dir="$tmp" || exit 1
+tools/bench/bench_opt --check --root=. --out_dir="$tmp" || exit 1
 
 mkdir -p "$tmp/copy/spec/policies" "$tmp/copy/spec/figures"
 cp spec/policies/*.md "$tmp/copy/spec/policies/"
@@ -17,7 +17,7 @@ sed -i '/BEGIN GENERATED: what_it_buys/,/END GENERATED: what_it_buys/ s/| 256 | 
 if cmp -s spec/policies/tova.md "$tmp/copy/spec/policies/tova.md"; then
   echo "FAIL: the alteration did not change tova.md"; exit 1
 fi
-out=$(tools/bench/bench --check --root="$tmp/copy" --out_dir="$tmp" 2>/dev/null)
+out=$(tools/bench/bench_opt --check --root="$tmp/copy" --out_dir="$tmp" 2>/dev/null)
 status=$?
 echo "$out"
 if [[ $status -ne 1 ]]; then echo "FAIL: --check exited $status on a stale card, want 1"; exit 1; fi

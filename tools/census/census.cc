@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "absl/strings/str_format.h"
@@ -13,9 +14,11 @@
 #include "cc/registry.h"
 #include "cc/text.h"
 #include "cc/trace.h"
+#include "cc/version.h"
 #include "tools/census/mutants.h"
 #include "tools/vectors/bounds.h"
 #include "tools/vectors/cases.h"
+#include "tools/vectors/features.h"
 #include "tools/vectors/flags.h"
 
 namespace kvspec {
@@ -749,6 +752,20 @@ bool Decides(const std::string& flag, const CaseContext& c) {
     if (!c.scenario.trace.has_value() || !c.expected.refusal.ok()) return false;
     return !DecidedTraceDefaults(c).empty();
   }
+  if (flag == "bounds.trace") {
+    // The case's scenario holds one trace bound's value, and the run is
+    // accepted or refused (INVALID_TRACE, before any step) as the bound says.
+    if (!c.scenario.trace.has_value()) return false;
+    for (const vectors::TraceBound& bound : vectors::TraceBounds()) {
+      if (bound.scenario_id != c.vector->scenario_id() || !bound.holds(*c.scenario.trace)) {
+        continue;
+      }
+      return bound.accepted ? c.expected.refusal.ok()
+                            : RefusedWith(c, ErrorCategory::kInvalidTrace) &&
+                                  c.expected.refused_step == -1;
+    }
+    return false;
+  }
   if (flag == "bounds.accepted") {
     if (!c.expected.refusal.ok()) return false;
     for (const PolicyInfo& info : RegisteredPolicies()) {
@@ -892,57 +909,356 @@ void CheckDefaults(const vectors::VectorSet& set, std::vector<std::string>& fail
 
 }  // namespace
 
-std::vector<std::string> AuditCase(const vectors::LoadedCase& loaded) {
-  std::vector<std::string> lines;
-  const CaseContext c = ContextOf(loaded);
-  // Re-run with the full ranking of every eviction.
-  auto policy = MakePolicy(c.config);
-  if (!policy.ok()) {
-    lines.push_back(absl::StrFormat("configuration refused (%s): no evictions",
-                                    CategoryName(CategoryOf(policy.status()))));
-    return lines;
+namespace {
+
+// The members of `ranking` the walk of spec/heads.md#head-adaptive-budgets
+// evicts when it reads the ranking in `order`: `excess` pairs, none from a
+// set at its floor. An own ranking is the same walk with floor 0.
+std::vector<bool> Walk(const RankingObservation& o,
+                       const std::vector<size_t>& order, size_t excess) {
+  std::vector<size_t> counts = o.kept_before;
+  std::vector<bool> taken(o.ranking.size(), false);
+  for (size_t index : order) {
+    if (excess == 0) break;
+    const size_t set = o.ranking[index].set;
+    if (set < counts.size() && counts[set] <= o.floor) continue;
+    taken[index] = true;
+    if (set < counts.size()) --counts[set];
+    --excess;
   }
-  std::vector<EvictionDetail> details;
-  auto collect = [&](const EvictionDetail& detail) { details.push_back(detail); };
-  if (c.scenario.trace.has_value()) {
-    (void)RunTrace(**policy, *c.scenario.trace,
-                   [&](uint32_t, absl::Span<const Position>,
-                       const EvictionDetail& detail) { collect(detail); },
-                   true);
-  } else {
-    uint64_t next = 0;
-    for (const ScenarioStep& step : c.scenario.steps) {
-      std::vector<float> gathered;
-      StepInput input{static_cast<Position>(next), step.admit, std::nullopt};
-      if (step.attention.has_value()) {
-        if (step.attention->size() != next) break;
-        for (Position p : (*policy)->kept()) gathered.push_back((*step.attention)[p]);
-        input.attention = absl::MakeConstSpan(gathered);
+  return taken;
+}
+
+// The ties of one observed ranking: each group of equal scores, deciding or
+// not (AuditTie). Returns false if the walk, replayed, does not evict what
+// the harness evicted.
+bool AuditRanking(const RankingObservation& o, AuditStep& step) {
+  const std::vector<RankedPair>& r = o.ranking;
+  size_t excess = 0;
+  for (const RankedPair& pair : r) excess += pair.evicted;
+  // Whether the victims are the first `excess` in rank order (always so for
+  // an own ranking; for a joint one, unless the floor passed a pair over).
+  bool prefix = true;
+  for (size_t i = 0; i < r.size(); ++i) prefix = prefix && r[i].evicted == (i < excess);
+  std::vector<size_t> order(r.size());
+  for (size_t i = 0; i < r.size(); ++i) order[i] = i;
+  const std::vector<bool> replayed = Walk(o, order, excess);
+  for (size_t i = 0; i < r.size(); ++i) {
+    if (replayed[i] != r[i].evicted) return false;
+  }
+  for (size_t begin = 0; begin < r.size();) {
+    size_t end = begin + 1;
+    while (end < r.size() && r[end].score == r[begin].score) ++end;
+    if (end - begin >= 2) {
+      AuditTie tie;
+      tie.joint = o.joint;
+      tie.set = o.set;
+      tie.score = r[begin].score;
+      std::vector<bool> in_evicted(end - begin, false), in_kept(end - begin, false);
+      if (prefix) {
+        // Every victim and survivor of the group straddle one cut: each
+        // pair decides. By position unless at one position (two sets).
+        std::set<Position> evicted_at, kept_at;
+        for (size_t i = begin; i < end; ++i) {
+          in_evicted[i - begin] = r[i].evicted;
+          in_kept[i - begin] = !r[i].evicted;
+          (r[i].evicted ? evicted_at : kept_at).insert(r[i].position);
+        }
+        if (!evicted_at.empty() && !kept_at.empty()) {
+          std::set<Position> both = evicted_at;
+          both.insert(kept_at.begin(), kept_at.end());
+          tie.by_position = both.size() > 1;
+          for (Position p : kept_at) tie.by_set = tie.by_set || evicted_at.count(p) > 0;
+        }
       }
-      EvictionDetail detail;
-      if (!(*policy)->Step(input, &detail).ok()) break;
-      collect(detail);
-      next += step.admit;
+      for (size_t a = begin; a < end && !prefix; ++a) {
+        if (!r[a].evicted) continue;
+        for (size_t b = begin; b < end; ++b) {
+          if (r[b].evicted) continue;
+          // The floor passed a pair over: the counterfactual is the two
+          // exchanging places in the ranking.
+          std::vector<size_t> swapped = order;
+          std::swap(swapped[a], swapped[b]);
+          const std::vector<bool> taken = Walk(o, swapped, excess);
+          bool decides = false;
+          for (size_t i = 0; i < r.size() && !decides; ++i) {
+            decides = taken[i] != r[i].evicted;
+          }
+          if (!decides) continue;
+          in_evicted[a - begin] = in_kept[b - begin] = true;
+          if (r[a].position != r[b].position) {
+            tie.by_position = true;
+          } else {
+            tie.by_set = true;
+          }
+        }
+      }
+      for (size_t i = begin; i < end; ++i) {
+        if (in_evicted[i - begin]) tie.evicted.push_back({r[i].set, r[i].position});
+        if (in_kept[i - begin]) tie.kept.push_back({r[i].set, r[i].position});
+      }
+      if (tie.evicted.empty() || tie.kept.empty()) {
+        ++step.undecisive;
+      } else {
+        step.deciding.push_back(std::move(tie));
+      }
+    }
+    begin = end;
+  }
+  return true;
+}
+
+std::string PolicyText(const PolicyConfig& config) {
+  std::vector<std::string> parameters;
+  for (const Parameter& p : config.parameters) {
+    parameters.push_back(absl::StrCat(p.name, "=", p.value));
+  }
+  std::string text = config.name;
+  if (!parameters.empty()) text += ":" + absl::StrJoin(parameters, ",");
+  if (config.seed != 0) text += absl::StrFormat(" (seed %d)", config.seed);
+  return text;
+}
+
+std::string ScoreText(double score) {
+  return absl::StrFormat("%a (%.17g)", score, score);
+}
+
+std::string MemberText(const CaseAudit& audit, const AuditTie& tie,
+                       const TieMember& member) {
+  if (!tie.joint) return absl::StrCat(member.position);
+  const std::string& name = member.set < audit.set_names.size()
+                                ? audit.set_names[member.set]
+                                : absl::StrCat("set ", member.set);
+  return absl::StrCat(name, " @ ", member.position);
+}
+
+}  // namespace
+
+CaseAudit AuditCase(const vectors::LoadedCase& loaded) {
+  CaseAudit audit;
+  const CaseContext c = ContextOf(loaded);
+  audit.id = loaded.vector->id();
+  audit.description = loaded.vector->description();
+  audit.policy = PolicyText(c.config);
+  // The harness itself runs the case; each ranking is audited as it is
+  // observed (a long multi-head case ranks too much to keep), and keeps
+  // what it evicts per set, to check against the log.
+  struct Observed {
+    AuditStep ties;
+    std::map<size_t, std::vector<Position>> evicted;  // per ranked set
+  };
+  std::map<int64_t, Observed> observed;
+  RunOptions options;
+  options.on_ranking = [&](int64_t step, const RankingObservation& o) {
+    Observed& at = observed[step];
+    if (!o.joint) at.evicted[o.set];
+    for (const RankedPair& pair : o.ranking) {
+      std::vector<Position>& evicted = at.evicted[pair.set];
+      if (pair.evicted) evicted.push_back(pair.position);
+    }
+    if (!AuditRanking(o, at.ties)) {
+      audit.problems.push_back(absl::StrFormat(
+          "step %d: replaying the walk of the ranking evicts otherwise", step));
+    }
+  };
+  audit.run = RunScenario(c.config, c.scenario, options);
+  // Kept sets, named as spec/heads.md#kept-sets numbers them.
+  size_t sets = 1;
+  for (const StepRecord& step : audit.run.steps) {
+    sets = std::max<size_t>(sets, step.sets.size());
+  }
+  const int64_t granularity = sets > 1 ? EffectiveParameter(c.config, "granularity") : 0;
+  for (size_t s = 0; s < sets; ++s) {
+    audit.set_names.push_back(sets == 1 ? "layer"
+                              : granularity == 2 ? absl::StrCat("query head ", s)
+                                                 : absl::StrCat("KV head ", s));
+  }
+  for (size_t i = 0; i < audit.run.steps.size(); ++i) {
+    const std::vector<std::vector<Position>> victims = VictimsOf(audit.run.steps[i]);
+    const bool evicts = std::any_of(victims.begin(), victims.end(),
+                                    [](const auto& v) { return !v.empty(); });
+    const auto it = observed.find(static_cast<int64_t>(i));
+    if (!evicts) {
+      if (it != observed.end()) {
+        audit.problems.push_back(absl::StrFormat(
+            "step %d: a ranking was observed but the log has no victims", i));
+      }
+      continue;
+    }
+    AuditStep step;
+    if (it != observed.end()) {
+      step = std::move(it->second.ties);
+      // The observed rankings must evict exactly the logged victims.
+      for (auto& [s, evicted] : it->second.evicted) {
+        std::sort(evicted.begin(), evicted.end());
+        if (s >= victims.size() || evicted != victims[s]) {
+          audit.problems.push_back(absl::StrFormat(
+              "step %d, set %d: the ranking evicts [%s], the log [%s]", i, s,
+              absl::StrJoin(evicted, " "),
+              s < victims.size() ? absl::StrJoin(victims[s], " ") : "no such set"));
+        }
+      }
+    }
+    step.step = static_cast<int64_t>(i);
+    step.victims = victims;
+    audit.deciding_ties += step.deciding.size();
+    audit.undecisive_ties += step.undecisive;
+    audit.steps.push_back(std::move(step));
+  }
+  return audit;
+}
+
+std::vector<std::string> ExpectedLogProblems(const vectors::LoadedCase& loaded,
+                                             const CaseAudit& audit) {
+  std::vector<std::string> problems = audit.problems;
+  const RunResult expected = FromProto(loaded.vector->expected());
+  const auto text = [](const std::vector<std::vector<Position>>& sets) {
+    std::vector<std::string> parts;
+    for (const std::vector<Position>& v : sets) {
+      parts.push_back("[" + absl::StrJoin(v, " ") + "]");
+    }
+    return absl::StrJoin(parts, " ");
+  };
+  if (expected.steps.size() != audit.run.steps.size()) {
+    problems.push_back(absl::StrFormat("%d steps logged, %d expected",
+                                       audit.run.steps.size(),
+                                       expected.steps.size()));
+  }
+  for (size_t i = 0; i < std::min(expected.steps.size(), audit.run.steps.size());
+       ++i) {
+    const auto want = VictimsOf(expected.steps[i]);
+    const auto got = VictimsOf(audit.run.steps[i]);
+    if (want != got) {
+      problems.push_back(absl::StrFormat("step %d: victims %s, expected %s", i,
+                                         text(got), text(want)));
     }
   }
-  for (size_t step = 0; step < details.size(); ++step) {
-    const EvictionDetail& d = details[step];
-    const size_t v = d.victims;
-    if (v == 0 || d.ranked.size() <= v) continue;
-    const double cut = d.ranked[v - 1].score;
-    if (d.ranked[v].score != cut) continue;
-    std::vector<std::string> evicted, kept;
-    for (size_t i = 0; i < d.ranked.size(); ++i) {
-      if (d.ranked[i].score != cut) continue;
-      (i < v ? evicted : kept).push_back(absl::StrCat(d.ranked[i].position));
-    }
-    lines.push_back(absl::StrFormat(
-        "step %d: %d candidates tie at score %s; evicted %s, kept %s -- "
-        "spec/harness.md#victims: equal scores evict the lower position",
-        step, evicted.size() + kept.size(), FloatText(cut),
-        absl::StrJoin(evicted, " "), absl::StrJoin(kept, " ")));
+  if (CategoryOf(expected.refusal) != CategoryOf(audit.run.refusal) ||
+      expected.refused_step != audit.run.refused_step) {
+    problems.push_back(absl::StrFormat(
+        "rejection %s at step %d, expected %s at step %d",
+        CategoryName(CategoryOf(audit.run.refusal)), audit.run.refused_step,
+        CategoryName(CategoryOf(expected.refusal)), expected.refused_step));
   }
-  return lines;
+  return problems;
+}
+
+std::string AuditText(const CaseAudit& audit, bool deciding_only) {
+  std::string text = absl::StrFormat("%s: %s\n", audit.id, audit.policy);
+  if (!audit.description.empty()) text += "  " + audit.description + "\n";
+  for (const AuditStep& step : audit.steps) {
+    if (deciding_only && step.deciding.empty()) continue;
+    std::vector<std::string> per_set;
+    for (size_t s = 0; s < step.victims.size(); ++s) {
+      if (step.victims[s].empty()) continue;
+      per_set.push_back(absl::StrCat(audit.set_names[s], " evicts ",
+                                     absl::StrJoin(step.victims[s], " ")));
+    }
+    text += absl::StrFormat("  step %d: %s\n", step.step, absl::StrJoin(per_set, "; "));
+    for (const AuditTie& tie : step.deciding) {
+      std::vector<std::string> evicted, kept;
+      for (const TieMember& m : tie.evicted) evicted.push_back(MemberText(audit, tie, m));
+      for (const TieMember& m : tie.kept) kept.push_back(MemberText(audit, tie, m));
+      std::string rule;
+      if (!tie.joint) {
+        rule = "the lower position goes (spec/harness.md#victims)";
+      } else {
+        rule = absl::StrCat(
+            "decided by ",
+            tie.by_position && tie.by_set ? "position and set"
+            : tie.by_set                  ? "set (same position: the lower set goes)"
+                                          : "position (the lower goes)",
+            " in the joint order score, position, set "
+            "(spec/heads.md#head-adaptive-budgets)");
+      }
+      text += absl::StrFormat(
+          "    deciding tie in %s at score %s: evicted %s, kept %s; %s\n",
+          tie.joint ? std::string("the joint ranking")
+                    : audit.set_names[std::min(tie.set, audit.set_names.size() - 1)] +
+                          "'s ranking",
+          ScoreText(tie.score), absl::StrJoin(evicted, ", "),
+          absl::StrJoin(kept, ", "), rule);
+    }
+  }
+  if (!audit.run.refusal.ok()) {
+    text += absl::StrFormat("  rejected: %s at step %d\n",
+                            CategoryName(CategoryOf(audit.run.refusal)),
+                            audit.run.refused_step);
+  }
+  for (const std::string& problem : audit.problems) {
+    text += "  PROBLEM: " + problem + "\n";
+  }
+  text += absl::StrFormat("  %d evicting steps, %d deciding ties, %d undecisive\n",
+                          audit.steps.size(), audit.deciding_ties,
+                          audit.undecisive_ties);
+  return text;
+}
+
+// spec/features.md: each case declares at least the features it uses, in
+// the list's order, and a `since` no earlier than its policy's, features',
+// parameters' and flags' versions; and a port of spec `since` that has only
+// the declared features (the fields of the others dropped, their
+// parameters refused) gets the expected log.
+void CheckFeatures(const vectors::VectorSet& set, std::vector<std::string>& failures) {
+  for (const vectors::LoadedCase& loaded : set.cases) {
+    const v1::Case& vector = *loaded.vector;
+    const std::string& id = vector.id();
+    const std::set<std::string> declared(vector.features().begin(),
+                                         vector.features().end());
+    const std::vector<std::string> needed =
+        vectors::CaseFeatures(vector.policy(), *loaded.scenario);
+    for (const std::string& feature : needed) {
+      if (declared.count(feature) == 0) {
+        failures.push_back(absl::StrFormat(
+            "case %s: uses feature %s but does not declare it", id, feature));
+      }
+    }
+    for (const std::string& feature : vector.features()) {
+      if (vectors::FindFeature(feature) == nullptr) {
+        failures.push_back(absl::StrFormat("case %s: unknown feature %s", id, feature));
+      }
+    }
+    std::vector<std::string> flag_versions;
+    for (const std::string& flag : vector.flags()) {
+      if (const vectors::FlagInfo* info = vectors::FindFlag(flag)) {
+        flag_versions.push_back(info->since);
+      }
+    }
+    const std::string least = vectors::CaseSince(vector.policy(), *loaded.scenario,
+                                                 flag_versions);
+    if (!vectors::ParseVersion(vector.since()).has_value() ||
+        vectors::CompareVersions(vector.since(), least) < 0 ||
+        vectors::CompareVersions(vector.since(), kSpecVersion) > 0) {
+      failures.push_back(absl::StrFormat(
+          "case %s: since '%s', but its policy, features, parameters and flags "
+          "are of %s (and the spec is %s)", id, vector.since(), least, kSpecVersion));
+    }
+    // The port that has exactly what the case declares.
+    v1::EvictionLog got;
+    const std::string unknown =
+        vectors::UnknownParameter(vector.policy(), declared, vector.since());
+    if (!unknown.empty()) {
+      got.mutable_rejection()->set_category(v1::INVALID_PARAMETER);
+      got.mutable_rejection()->set_step(-1);
+    } else {
+      got = ToProto(RunScenario(FromProto(vector.policy()),
+                                FromProto(vectors::StripScenario(*loaded.scenario, declared)),
+                                RunOptions{/*record_cut=*/true}));
+    }
+    v1::EvictionLog expected = vector.expected();
+    got.mutable_rejection()->clear_message();
+    expected.mutable_rejection()->clear_message();
+    if (!got.has_rejection() || got.rejection().category() == 0) got.clear_rejection();
+    if (!expected.has_rejection() || expected.rejection().category() == 0) {
+      expected.clear_rejection();
+    }
+    if (got.SerializeAsString() != expected.SerializeAsString()) {
+      failures.push_back(absl::StrFormat(
+          "case %s: a port of spec %s with only features %s gets another log: "
+          "the case uses more than it declares",
+          id, vector.since(), absl::StrJoin(vector.features(), ", ")));
+    }
+  }
 }
 
 CensusResult RunCensus(const vectors::VectorSet& set) {
@@ -961,6 +1277,7 @@ CensusResult RunCensus(const vectors::VectorSet& set) {
   }
   CheckBounds(set, result.failures);
   CheckDefaults(set, result.failures);
+  CheckFeatures(set, result.failures);
   for (const vectors::FlagInfo& flag : vectors::Flags()) {
     if (flag.required_for.empty() && result.decided_total[flag.name] == 0) {
       result.failures.push_back(absl::StrFormat(

@@ -697,8 +697,9 @@ void AddAuditCases(SuiteBuilder& b) {
   // Trace bounds (spec/trace.md#parameters).
   for (const TraceBound& bound : TraceBounds()) {
     std::string id = "harness/trace-bounds/" + bound.scenario_id.substr(12);
-    b.Case(id, bound.accepted ? std::vector<std::string>{}
-                              : std::vector<std::string>{"refusal.invalid-trace"},
+    b.Case(id, bound.accepted
+                   ? std::vector<std::string>{"bounds.trace"}
+                   : std::vector<std::string>{"refusal.invalid-trace", "bounds.trace"},
            bound.field + " at " + bound.which +
                (bound.accepted ? ": accepted" : ": refused"),
            P("h2o", {{"budget", 4}, {"recent_window", 1}}), bound.scenario_id);

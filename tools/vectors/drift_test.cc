@@ -52,6 +52,16 @@ TEST(Vectors, FlagTableInTheSpecIsCurrent) {
       << "`bazel run //tools:regen_vectors`";
 }
 
+TEST(Vectors, FeatureTableInTheSpecIsCurrent) {
+  const std::string text = Read("spec/features.md");
+  const auto updated =
+      ReplaceBlock(text, "features", FeatureTableMarkdown(), "spec/features.md");
+  ASSERT_TRUE(updated.ok()) << updated.status();
+  EXPECT_TRUE(*updated == text)
+      << "spec/features.md's feature table is stale; run "
+      << "`bazel run //tools:regen_vectors`";
+}
+
 TEST(Vectors, TheGeneratorRefusesADuplicateCaseId) {
   Suite suite = BuildSuite();
   suite.cases.push_back(suite.cases.front());

@@ -19,6 +19,10 @@ struct FlagInfo {
   // Policies for which the suite must hold at least one case this flag
   // decided (tools/audit --census fails otherwise).
   std::vector<std::string> required_for;
+  // The spec version in which the rule was introduced or last changed
+  // (spec/features.md#since): a case with this flag has its outcome set no
+  // earlier.
+  std::string since = "0.1.0";
 };
 
 // Every flag, in the order spec/vectors.md lists them.

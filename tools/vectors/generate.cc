@@ -14,6 +14,7 @@
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
 #include "spec/kvspec.pb.h"
+#include "tools/vectors/features.h"
 #include "tools/vectors/flags.h"
 
 namespace kvspec {
@@ -153,6 +154,16 @@ absl::StatusOr<std::vector<GeneratedFile>> GenerateVectorFiles(
       out->set_description(c->description);
       *out->mutable_policy() = ToProto(c->policy);
       out->set_scenario_id(c->scenario_id);
+      // spec/features.md: what the case needs, and when its outcome was set.
+      for (const std::string& feature :
+           CaseFeatures(out->policy(), wire[c->scenario_id])) {
+        out->add_features(feature);
+      }
+      std::vector<std::string> flag_versions;
+      for (const std::string& flag : c->flags) {
+        flag_versions.push_back(FindFlag(flag)->since);
+      }
+      out->set_since(CaseSince(out->policy(), wire[c->scenario_id], flag_versions));
       const RunResult result = RunScenario(
           c->policy, scenarios[c->scenario_id], RunOptions{/*record_cut=*/true});
       *out->mutable_expected() = ToProto(result);
@@ -186,14 +197,35 @@ absl::StatusOr<std::vector<GeneratedFile>> GenerateVectorFiles(
 
 std::string FlagTableMarkdown() {
   std::string table =
-      "| flag | rule | what a case with it shows | must decide a case for |\n"
-      "| --- | --- | --- | --- |\n";
+      "| flag | rule | what a case with it shows | must decide a case for | since |\n"
+      "| --- | --- | --- | --- | --- |\n";
   for (const FlagInfo& flag : Flags()) {
     table += absl::StrFormat(
-        "| `%s` | [%s](%s) | %s | %s |\n", flag.name, flag.rule, flag.rule,
+        "| `%s` | [%s](%s) | %s | %s | %s |\n", flag.name, flag.rule, flag.rule,
         flag.note,
         flag.required_for.empty() ? "any one policy"
-                                  : absl::StrJoin(flag.required_for, ", "));
+                                  : absl::StrJoin(flag.required_for, ", "),
+        flag.since);
+  }
+  return table;
+}
+
+std::string FeatureTableMarkdown() {
+  std::string table =
+      "| feature | since | defined in | what it covers | its parameters |\n"
+      "| --- | --- | --- | --- | --- |\n";
+  for (const FeatureInfo& feature : Features()) {
+    std::vector<std::string> parameters;
+    for (const ParameterInfo& parameter : Parameters()) {
+      if (parameter.feature == feature.name) {
+        parameters.push_back(absl::StrFormat("`%s` (%s)", parameter.name,
+                                             parameter.since));
+      }
+    }
+    table += absl::StrFormat("| `%s` | %s | [%s](%s) | %s | %s |\n", feature.name,
+                             feature.since, feature.section, feature.section,
+                             feature.summary,
+                             parameters.empty() ? "none" : absl::StrJoin(parameters, ", "));
   }
   return table;
 }

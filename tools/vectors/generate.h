@@ -34,6 +34,10 @@ absl::StatusOr<std::vector<GeneratedFile>> GenerateVectorFiles(
 // The markdown table of flags for spec/vectors.md's generated block.
 std::string FlagTableMarkdown();
 
+// spec/features.md's generated table: each feature, its version, section and
+// parameters.
+std::string FeatureTableMarkdown();
+
 }  // namespace vectors
 }  // namespace kvspec
 

@@ -6,6 +6,8 @@ policies (spec/policies/*.md), heads (spec/heads.md), prefill
 (spec/prefill.md) and the conformance testee (spec/protocol.md).
 """
 
-SPEC_VERSION = "0.6.0"
+SPEC_VERSION = "0.7.0"
+# The features this port implements: all of spec/features.md#the-list.
+FEATURES = ("decode", "trace", "heads", "trace-heads", "adaptive", "prefill")
 PROTOCOL_VERSION = 1
 PORT_VERSION = "0.1.0"

@@ -11,7 +11,7 @@ import sys
 import time
 import traceback
 
-from . import PORT_VERSION, PROTOCOL_VERSION, SPEC_VERSION
+from . import FEATURES, PORT_VERSION, PROTOCOL_VERSION, SPEC_VERSION
 from .harness import run_scenario
 from .policies import REGISTRY
 from .proto import conformance_pb2 as cpb
@@ -50,6 +50,7 @@ def hello_reply() -> "cpb.PortMessage":
     h.language = "python"
     h.port_version = PORT_VERSION
     h.policies.extend(REGISTRY.keys())
+    h.features.extend(FEATURES)
     return out
 
 

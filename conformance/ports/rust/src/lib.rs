@@ -33,6 +33,8 @@ pub mod pb {
 }
 
 /// The spec version this port implements (spec/README.md).
-pub const SPEC_VERSION: &str = "0.6.0";
+pub const SPEC_VERSION: &str = "0.7.0";
+/// The features this port implements: all of spec/features.md#the-list.
+pub const FEATURES: &[&str] = &["decode", "trace", "heads", "trace-heads", "adaptive", "prefill"];
 /// The conformance protocol version (spec/protocol.md#versions).
 pub const PROTOCOL_VERSION: u32 = 1;

@@ -56,6 +56,7 @@ pub fn hello_reply() -> conf::HelloReply {
         language: "rust".to_string(),
         port_version: env!("CARGO_PKG_VERSION").to_string(),
         policies: REGISTRY.iter().map(|s| s.to_string()).collect(),
+        features: crate::FEATURES.iter().map(|s| s.to_string()).collect(),
     }
 }
 

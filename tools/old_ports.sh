@@ -1,0 +1,59 @@
+#!/bin/bash
+# The Python port as this project shipped it at each earlier spec version,
+# taken unchanged from git history, run by today's runner against today's
+# vectors (spec/features.md). Each declares its own spec version and no
+# features, ignores the wire fields it does not know, and must get no
+# failure: every case it cannot run is reported `not run`, not failed.
+#
+#   tools/old_ports.sh [runner]     (default: bazel's -c opt runner, built)
+#
+# Prints one line per version, then "old-ports: N passed, M failed" (one
+# per version) for tools/test_summary.py. Needs the repository's history
+# and conformance/ports/python/.venv (tools/setup.sh).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+repo="$(pwd)"
+# The last commit at each spec version (spec/README.md#changes).
+VERSIONS=(
+  "0.3.0 5810472"
+  "0.4.0 54e80fb"
+  "0.5.0 eeccc4f"
+  "0.6.0 f49c309"
+)
+runner="${1:-}"
+if [[ -z "$runner" ]]; then
+  bazel build -c opt //conformance:runner >/dev/null 2>&1 \
+    || { echo "old-ports: 0 passed, 1 failed (the runner did not build)"; exit 1; }
+  runner="$(bazel info -c opt bazel-bin 2>/dev/null)/conformance/runner"
+fi
+venv="$repo/conformance/ports/python/.venv"
+[[ -x "$venv/bin/python" ]] \
+  || { echo "old-ports: 0 passed, 1 failed (no $venv: run tools/setup.sh)"; exit 1; }
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+passed=0; failed=0
+for entry in "${VERSIONS[@]}"; do
+  read -r version commit <<<"$entry"
+  dir="$work/$version"
+  mkdir -p "$dir"
+  if ! git archive "$commit" conformance/ports/python 2>/dev/null | tar -x -C "$dir"; then
+    echo "old-port-$version: commit $commit is not in this clone's history"
+    failed=$((failed + 1)); continue
+  fi
+  ln -s "$venv" "$dir/conformance/ports/python/.venv"
+  out="$("$runner" --vectors=vectors --port="$dir/conformance/ports/python/port.sh" 2>&1)"
+  code=$?
+  line="$(tail -1 <<<"$out")"
+  declared="$(grep -m1 '^port:' <<<"$out")"
+  if [[ $code -eq 0 ]] && grep -qE '^[0-9]+ passed, 0 failed, 0 skipped, [0-9]+ not run$' <<<"$line"; then
+    echo "old-port-$version: $line ($declared)"
+    passed=$((passed + 1))
+  else
+    echo "old-port-$version: FAILED, runner exit $code: $line ($declared)"
+    grep -E '^FAIL' <<<"$out" | head -10
+    failed=$((failed + 1))
+  fi
+  grep -E '^not run:' <<<"$out" | sed 's/^/  /'
+done
+echo "old-ports: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]

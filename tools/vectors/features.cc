@@ -1,0 +1,195 @@
+#include "tools/vectors/features.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+
+namespace kvspec {
+namespace vectors {
+
+// spec/features.md#the-list
+const std::vector<FeatureInfo>& Features() {
+  static const auto* features = new std::vector<FeatureInfo>{
+      {"decode", "0.1.0", "harness.md",
+       "one query head: explicit steps (an attention row or null attention), "
+       "chunked admission, eviction, refusals, the eviction log; every case "
+       "needs it"},
+      {"trace", "0.3.0", "trace.md",
+       "a generated trace of one head (Scenario.trace)"},
+      {"heads", "0.5.0", "heads.md",
+       "several heads: Scenario.query_heads and kv_heads, Step.heads, kept "
+       "sets (granularity), aggregation, the per-set log (StepResult.sets)"},
+      {"trace-heads", "0.5.0", "trace.md#several-heads",
+       "a generated trace of several heads (a trace with query_heads)"},
+      {"adaptive", "0.5.0", "heads.md#head-adaptive-budgets",
+       "head-adaptive budgets, AdaKV (adaptive, safeguard_permille)"},
+      {"prefill", "0.6.0", "prefill.md",
+       "query rows (Step.queries) and prefill steps, prefill_only, ratio_ppm "
+       "and each policy's prefill parameters"},
+  };
+  return *features;
+}
+
+const FeatureInfo* FindFeature(const std::string& name) {
+  for (const FeatureInfo& feature : Features()) {
+    if (feature.name == name) return &feature;
+  }
+  return nullptr;
+}
+
+// spec/features.md#what-a-case-needs: every parameter any version of the
+// spec has, the feature it belongs to and the version that introduced it.
+const std::vector<ParameterInfo>& Parameters() {
+  static const auto* parameters = new std::vector<ParameterInfo>{
+      {"budget", "decode", "0.1.0"},
+      {"sinks", "decode", "0.1.0"},
+      {"recent_window", "decode", "0.2.0"},
+      {"obs_window", "decode", "0.2.0"},
+      {"pool_kernel", "decode", "0.2.0"},
+      {"granularity", "heads", "0.5.0"},
+      {"aggregation", "heads", "0.5.0"},
+      {"adaptive", "adaptive", "0.5.0"},
+      {"safeguard_permille", "adaptive", "0.5.0"},
+      {"prefill_only", "prefill", "0.6.0"},
+      {"ratio_ppm", "prefill", "0.6.0"},
+      {"normalize", "prefill", "0.6.0"},
+      {"protect_newest", "prefill", "0.6.0"},
+      {"window_budget", "prefill", "0.6.0"},
+      {"pooling", "prefill", "0.6.0"},
+      {"window_reduce", "prefill", "0.6.0"},
+  };
+  return *parameters;
+}
+
+const ParameterInfo* FindParameter(const std::string& name) {
+  for (const ParameterInfo& parameter : Parameters()) {
+    if (parameter.name == name) return &parameter;
+  }
+  return nullptr;
+}
+
+std::string PolicySince(const std::string& policy) {
+  // spec/README.md#changes: 0.1.0 full, window, streamingllm; 0.2.0 the rest.
+  for (const char* name : {"h2o", "tova", "snapkv", "random"}) {
+    if (policy == name) return "0.2.0";
+  }
+  return "0.1.0";
+}
+
+std::optional<Version> ParseVersion(const std::string& text) {
+  const std::vector<std::string> parts = absl::StrSplit(text, '.');
+  if (parts.size() != 3) return std::nullopt;
+  Version version;
+  for (int i = 0; i < 3; ++i) {
+    if (parts[i].empty() || parts[i].size() > 6 ||
+        !std::all_of(parts[i].begin(), parts[i].end(),
+                     [](char c) { return c >= '0' && c <= '9'; })) {
+      return std::nullopt;
+    }
+    version[i] = std::atoi(parts[i].c_str());
+  }
+  return version;
+}
+
+int CompareVersions(const std::string& a, const std::string& b) {
+  const Version x = ParseVersion(a).value_or(Version{0, 0, 0});
+  const Version y = ParseVersion(b).value_or(Version{0, 0, 0});
+  return x < y ? -1 : (y < x ? 1 : 0);
+}
+
+std::set<std::string> FeaturesOfVersion(const std::string& spec_version) {
+  std::set<std::string> features;
+  if (!ParseVersion(spec_version).has_value()) return features;
+  for (const FeatureInfo& feature : Features()) {
+    if (CompareVersions(feature.since, spec_version) <= 0) features.insert(feature.name);
+  }
+  return features;
+}
+
+namespace {
+
+bool HasHeads(const v1::Scenario& scenario) {
+  if (scenario.has_query_heads() || scenario.has_kv_heads()) return true;
+  for (const v1::Step& step : scenario.steps()) {
+    if (step.heads_size() > 0) return true;
+  }
+  return false;
+}
+
+bool HasQueryRows(const v1::Scenario& scenario) {
+  for (const v1::Step& step : scenario.steps()) {
+    if (step.queries_size() > 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::string> CaseFeatures(const v1::PolicyConfig& policy,
+                                      const v1::Scenario& scenario) {
+  std::set<std::string> needed = {"decode"};
+  if (scenario.has_trace()) needed.insert("trace");
+  if (HasHeads(scenario)) needed.insert("heads");
+  if (scenario.has_trace() && HasHeads(scenario)) needed.insert("trace-heads");
+  if (HasQueryRows(scenario)) needed.insert("prefill");
+  for (const v1::Parameter& parameter : policy.parameters()) {
+    if (const ParameterInfo* info = FindParameter(parameter.name())) {
+      needed.insert(info->feature);
+    }
+  }
+  std::vector<std::string> ordered;
+  for (const FeatureInfo& feature : Features()) {
+    if (needed.count(feature.name) != 0) ordered.push_back(feature.name);
+  }
+  return ordered;
+}
+
+std::string CaseSince(const v1::PolicyConfig& policy, const v1::Scenario& scenario,
+                      const std::vector<std::string>& flag_versions) {
+  std::string since = PolicySince(policy.name());
+  const auto later = [&since](const std::string& version) {
+    if (CompareVersions(version, since) > 0) since = version;
+  };
+  for (const std::string& name : CaseFeatures(policy, scenario)) {
+    later(FindFeature(name)->since);
+  }
+  for (const v1::Parameter& parameter : policy.parameters()) {
+    if (const ParameterInfo* info = FindParameter(parameter.name())) later(info->since);
+  }
+  for (const std::string& version : flag_versions) later(version);
+  return since;
+}
+
+v1::Scenario StripScenario(const v1::Scenario& scenario,
+                           const std::set<std::string>& features) {
+  v1::Scenario stripped = scenario;
+  if (features.count("trace") == 0) stripped.clear_trace();
+  if (features.count("heads") == 0) {
+    stripped.clear_query_heads();
+    stripped.clear_kv_heads();
+    for (v1::Step& step : *stripped.mutable_steps()) step.clear_heads();
+  }
+  if (features.count("prefill") == 0) {
+    for (v1::Step& step : *stripped.mutable_steps()) step.clear_queries();
+  }
+  return stripped;
+}
+
+std::string UnknownParameter(const v1::PolicyConfig& policy,
+                             const std::set<std::string>& features,
+                             const std::string& spec_version) {
+  for (const v1::Parameter& parameter : policy.parameters()) {
+    const ParameterInfo* info = FindParameter(parameter.name());
+    if (info == nullptr) continue;
+    if (features.count(info->feature) == 0 ||
+        CompareVersions(info->since, spec_version) > 0) {
+      return parameter.name();
+    }
+  }
+  return "";
+}
+
+}  // namespace vectors
+}  // namespace kvspec
