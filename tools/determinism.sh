@@ -45,7 +45,7 @@ for compiler in g++ clang++; do
       name="$compiler$opt${march:+-native}"
       build="$work/$name"
       mkdir -p "$build/obj" "$build/root/spec"
-      cp spec/vectors.md "$build/root/spec/"
+      cp spec/vectors.md spec/features.md "$build/root/spec/"
       flags=(-std=c++17 -ffp-contract=off -fno-fast-math $opt $march
              -I"$repo" -I"$work" -w)
       # Compile in parallel on every core, then link.
@@ -75,7 +75,7 @@ done
 # not vacuous: the rule the build flags enforce does change bits.
 build="$work/control"
 mkdir -p "$build/obj" "$build/root/spec"
-cp spec/vectors.md "$build/root/spec/"
+cp spec/vectors.md spec/features.md "$build/root/spec/"
 flags=(-std=c++17 -ffp-contract=fast -O3 -march=native -I"$repo" -I"$work" -w)
 printf '%s\n' "${sources[@]}" | xargs -P "$(nproc)" -I{} sh -c \
   "g++ ${flags[*]} -c {} -o $build/obj/\$(echo {} | tr / _).o"
