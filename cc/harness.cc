@@ -561,7 +561,11 @@ RunResult RunScenario(const PolicyConfig& config, const Scenario& scenario,
     owned.push_back(*MakePolicy(config, cover.size()));
     sets.push_back(owned.back().get());
   }
-  const SharedBudget shared = SharedBudgetOf(config, sets.size());
+  SharedBudget shared = SharedBudgetOf(config, sets.size());
+  // Census counterfactuals only (RunOptions::floor_override).
+  if (shared.on && options.floor_override.has_value()) {
+    shared.floor = *options.floor_override;
+  }
   if (scenario.trace.has_value()) {
     return RunTraceSetsScenario(sets, covers, shared, scenario, options);
   }

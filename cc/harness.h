@@ -109,6 +109,11 @@ struct RunOptions {
   // each set that ranked by its own (or once for a joint ranking). It only
   // observes: the log is the same with or without it.
   RankingObserver on_ranking;
+  // Census counterfactuals only (tools/census: the heads.floor-* flags);
+  // never used for vectors. When set and the sets share a budget
+  // (spec/heads.md#head-adaptive-budgets), the walk uses this floor in place
+  // of the one SharedBudgetOf computes from budget and safeguard_permille.
+  std::optional<size_t> floor_override;
 };
 
 // spec/vectors.md#the-cut: the victims, then up to this many of the

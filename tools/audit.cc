@@ -75,6 +75,9 @@ int Main(const std::vector<char*>& args) {
     }
     const audit::CensusResult result = audit::RunCensus(kept);
     std::printf("%s\n", audit::CensusTable(result).c_str());
+    for (const std::string& note : result.notes) {
+      std::printf("note: %s\n", note.c_str());
+    }
     for (const std::string& failure : result.failures) {
       std::printf("FAIL: %s\n", failure.c_str());
     }

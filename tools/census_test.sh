@@ -31,6 +31,12 @@ expect_failure "flag order.steps-in-sequence decided no case in the suite" \
   harness/order/steps-in-sequence,harness/heads/order-steps-in-sequence
 expect_failure "flag heads.mean-rounding decided no h2o case" \
   h2o/heads/mean-rounding-ties
+expect_failure "flag heads.floor-at-least-one decided no h2o case" \
+  h2o/adakv/floor-one-binds
+expect_failure "flag heads.floor-zero-when-safeguard-zero decided no h2o case" \
+  h2o/adakv/safeguard-zero-empties-head-0
+expect_failure "flag heads.floor-rounds-down decided no h2o case" \
+  h2o/adakv/floor-rounds-down
 expect_failure "flag heads.scores-then-combine decided no snapkv case" \
   snapkv/heads/scores-then-combine
 expect_failure "flag order.heads-length-before-weights decided no case in the suite" \

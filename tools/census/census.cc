@@ -397,8 +397,65 @@ bool RunsPreset(const CaseContext& c, const std::string& preset) {
   return false;
 }
 
-// Whether `flag` decided case `c` (spec/vectors.md#flags).
-bool Decides(const std::string& flag, const CaseContext& c) {
+// spec/heads.md#head-adaptive-budgets, step 4: the floor of `budget` at
+// `permille`: budget * permille / 1000 (integer division), raised to 1 if it
+// is 0 and permille > 0; 0 when permille is 0.
+int64_t FloorOf(int64_t budget, int64_t permille) {
+  if (permille == 0) return 0;
+  return std::max<int64_t>(1, budget * permille / 1000);
+}
+
+// Whether `c` is an accepted case whose kept sets share a budget (adaptive 1
+// and several sets), so that a floor is walked.
+bool SharesBudget(const CaseContext& c) {
+  if (!c.expected.refusal.ok() || !ReadsAttention(c.config.name) ||
+      EffectiveParameter(c.config, "adaptive") != 1) {
+    return false;
+  }
+  for (const StepRecord& step : c.expected.steps) {
+    if (step.sets.size() >= 2) return true;
+  }
+  return false;
+}
+
+// The floor rules' counterfactual: the same run with the walk's floor set
+// to `floor` (RunOptions::floor_override, census only) changes the log.
+bool DiffersWithFloor(const CaseContext& c, int64_t floor) {
+  RunOptions options;
+  options.floor_override = static_cast<size_t>(floor);
+  return !SameVictims(c.expected, RunScenario(c.config, c.scenario, options));
+}
+
+// heads.safeguard: a floor next to the case's (one less or one more), reached
+// by some safeguard_permille in [0, 1000] at the case's budget, changes the
+// log: the case's floor is where it binds. Sets `note` to which.
+bool SafeguardFloorDecides(const CaseContext& c, std::string* note) {
+  if (!SharesBudget(c)) return false;
+  const int64_t budget = EffectiveParameter(c.config, "budget");
+  const int64_t permille = EffectiveParameter(c.config, "safeguard_permille");
+  const int64_t floor = FloorOf(budget, permille);
+  for (int64_t other : {floor - 1, floor + 1}) {
+    if (other < 0) continue;
+    int64_t reached_by = -1;
+    for (int64_t s = 0; s <= 1000 && reached_by < 0; ++s) {
+      if (FloorOf(budget, s) == other) reached_by = s;
+    }
+    if (reached_by < 0 || !DiffersWithFloor(c, other)) continue;
+    if (note != nullptr) {
+      *note = absl::StrFormat(
+          "heads.safeguard: floor %d (safeguard %d) in place of the case's "
+          "floor %d (safeguard %d) changes the log",
+          other, reached_by, floor, permille);
+    }
+    return true;
+  }
+  return false;
+}
+
+// Whether `flag` decided case `c` (spec/vectors.md#flags). `note`, when not
+// null, may receive what decided it.
+bool Decides(const std::string& flag, const CaseContext& c,
+             std::string* note = nullptr) {
   const std::string& policy = c.config.name;
   const bool explicit_steps = !c.scenario.trace.has_value();
   if (flag == "tie.lower-position") {
@@ -652,18 +709,37 @@ bool Decides(const std::string& flag, const CaseContext& c) {
            DiffersWith(c, WithParameter(c.config, "adaptive", 0));
   }
   if (flag == "heads.safeguard") {
-    if (!c.expected.refusal.ok() || !ReadsAttention(policy) ||
-        EffectiveParameter(c.config, "adaptive") != 1) {
-      return false;
-    }
-    const int64_t value = EffectiveParameter(c.config, "safeguard_permille");
-    for (int64_t other : {int64_t{0}, int64_t{1000}, value / 2, value * 2}) {
-      if (other != value && other >= 0 && other <= 1000 &&
-          DiffersWith(c, WithParameter(c.config, "safeguard_permille", other))) {
-        return true;
-      }
-    }
-    return false;
+    // Not "some other safeguard changes the log": safeguard 1000 changes it
+    // through a high floor binding whatever the case's floor is. The floors
+    // next to the case's must decide (SafeguardFloorDecides).
+    return SafeguardFloorDecides(c, note);
+  }
+  // The floor's arithmetic (spec/heads.md#head-adaptive-budgets, step 4),
+  // one rule per flag, each by the counterfactual of exactly that rule.
+  if (flag == "heads.floor-at-least-one") {
+    // budget * safeguard / 1000 is 0, raised to 1: floor 0 instead changes
+    // the log.
+    if (!SharesBudget(c)) return false;
+    const int64_t budget = EffectiveParameter(c.config, "budget");
+    const int64_t permille = EffectiveParameter(c.config, "safeguard_permille");
+    return permille > 0 && budget * permille / 1000 == 0 && DiffersWithFloor(c, 0);
+  }
+  if (flag == "heads.floor-zero-when-safeguard-zero") {
+    // Safeguard 0: floor 0; a floor of 1 (raised as for safeguard > 0)
+    // instead changes the log.
+    return SharesBudget(c) &&
+           EffectiveParameter(c.config, "safeguard_permille") == 0 &&
+           DiffersWithFloor(c, 1);
+  }
+  if (flag == "heads.floor-rounds-down") {
+    // budget * safeguard / 1000 is not an integer and at least 1: the floor
+    // rounded up instead changes the log.
+    if (!SharesBudget(c)) return false;
+    const int64_t budget = EffectiveParameter(c.config, "budget");
+    const int64_t permille = EffectiveParameter(c.config, "safeguard_permille");
+    const int64_t product = budget * permille;
+    return product % 1000 != 0 && product / 1000 >= 1 &&
+           DiffersWithFloor(c, product / 1000 + 1);
   }
   if (flag == "neighbour.adakv-fixed") {
     return c.expected.refusal.ok() && Evicts(c.expected) &&
@@ -1261,14 +1337,108 @@ void CheckFeatures(const vectors::VectorSet& set, std::vector<std::string>& fail
   }
 }
 
+namespace {
+
+// The flags whose rule a parameter feeds: a case claiming one of them claims
+// that the parameter's value, through that rule, shows in its log.
+const std::map<std::string, std::set<std::string>>& FlagsFedBy() {
+  static const auto* fed = new std::map<std::string, std::set<std::string>>{
+      {"safeguard_permille",
+       {"heads.safeguard", "heads.floor-at-least-one",
+        "heads.floor-zero-when-safeguard-zero", "heads.floor-rounds-down"}},
+      {"adaptive", {"heads.adaptive"}},
+      {"granularity", {"heads.granularity"}},
+      {"aggregation", {"heads.aggregation", "heads.mean-rounding"}},
+      {"recent_window", {"recent-window.protected"}},
+      {"sinks", {"sinks.protected"}},
+      {"obs_window", {"snapkv.ring-wrap"}},
+      {"pool_kernel",
+       {"snapkv.pool-defends", "snapkv.pool-clamp", "snapkv.pool-protected-neighbour"}},
+      {"prefill_only", {"prefill.only"}},
+      {"ratio_ppm", {"prefill.ratio", "prefill.ratio-binary64"}},
+      {"normalize", {"prefill.normalize"}},
+      {"protect_newest", {"prefill.protect-newest"}},
+      {"window_budget", {"prefill.window-budget"}},
+      {"pooling", {"prefill.pooling"}},
+      {"window_reduce", {"prefill.window-reduce"}},
+  };
+  return *fed;
+}
+
+}  // namespace
+
+// Two accepted cases on the same scenario, same policy and seed, whose
+// configurations differ only in parameters that feed flag F's rule, and
+// whose expected logs are byte-identical, must not both claim F (unless F is
+// a neighbour.* flag, which claims an equality): the log cannot tell their
+// two inputs to F's rule apart, so at most one of them shows F deciding
+// anything the other does not; the other's claim is the one that fooled the
+// census before (h2o/adakv/floor-raised-to-one and safeguard-zero-empties,
+// both heads.safeguard, one log).
+void CheckIdenticalLogs(const vectors::VectorSet& set,
+                        std::vector<std::string>& failures) {
+  std::map<std::pair<std::string, std::string>, std::vector<const vectors::LoadedCase*>>
+      by_scenario;
+  for (const vectors::LoadedCase& loaded : set.cases) {
+    const v1::EvictionLog& log = loaded.vector->expected();
+    if (log.has_rejection() && log.rejection().category() != 0) continue;
+    by_scenario[{loaded.file, loaded.vector->scenario_id()}].push_back(&loaded);
+  }
+  for (const auto& [key, cases] : by_scenario) {
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const v1::Case& a = *cases[i]->vector;
+      const std::string a_log = a.expected().SerializeAsString();
+      for (size_t j = i + 1; j < cases.size(); ++j) {
+        const v1::Case& b = *cases[j]->vector;
+        const PolicyConfig ca = FromProto(a.policy()), cb = FromProto(b.policy());
+        if (ca.name != cb.name || ca.seed != cb.seed ||
+            b.expected().SerializeAsString() != a_log) {
+          continue;
+        }
+        std::set<std::string> names;
+        for (const Parameter& p : ca.parameters) names.insert(p.name);
+        for (const Parameter& p : cb.parameters) names.insert(p.name);
+        std::vector<std::string> differing;
+        for (const std::string& name : names) {
+          if (EffectiveParameter(ca, name, -1) != EffectiveParameter(cb, name, -1)) {
+            differing.push_back(name);
+          }
+        }
+        if (differing.empty()) continue;
+        for (const std::string& flag : a.flags()) {
+          if (flag.rfind("neighbour.", 0) == 0 ||
+              std::find(b.flags().begin(), b.flags().end(), flag) == b.flags().end()) {
+            continue;
+          }
+          bool all_feed = true;
+          for (const std::string& name : differing) {
+            const auto it = FlagsFedBy().find(name);
+            all_feed = all_feed && it != FlagsFedBy().end() && it->second.count(flag) > 0;
+          }
+          if (!all_feed) continue;
+          failures.push_back(absl::StrFormat(
+              "cases %s and %s: both claim %s, but their expected logs are "
+              "byte-identical and their configurations differ only in %s, "
+              "which feeds that rule: at most one may claim it",
+              a.id(), b.id(), flag, absl::StrJoin(differing, ", ")));
+        }
+      }
+    }
+  }
+}
+
 CensusResult RunCensus(const vectors::VectorSet& set) {
   CensusResult result;
   for (const vectors::LoadedCase& loaded : set.cases) {
     const CaseContext c = ContextOf(loaded);
     for (const std::string& flag : loaded.vector->flags()) {
-      if (Decides(flag, c)) {
+      std::string note;
+      if (Decides(flag, c, &note)) {
         ++result.decided[{flag, c.config.name}];
         ++result.decided_total[flag];
+        if (!note.empty()) {
+          result.notes.push_back(absl::StrCat("case ", loaded.vector->id(), ": ", note));
+        }
       } else {
         result.failures.push_back(absl::StrFormat(
             "case %s: flag %s did not decide it", loaded.vector->id(), flag));
@@ -1278,6 +1448,7 @@ CensusResult RunCensus(const vectors::VectorSet& set) {
   CheckBounds(set, result.failures);
   CheckDefaults(set, result.failures);
   CheckFeatures(set, result.failures);
+  CheckIdenticalLogs(set, result.failures);
   for (const vectors::FlagInfo& flag : vectors::Flags()) {
     if (flag.required_for.empty() && result.decided_total[flag.name] == 0) {
       result.failures.push_back(absl::StrFormat(

@@ -96,6 +96,9 @@ struct CensusResult {
   // Problems that fail the census: a flag on a case that it did not decide;
   // a required (flag, policy) that decided no case.
   std::vector<std::string> failures;
+  // What decided some flags, for people: for heads.safeguard, the other
+  // floor (and a safeguard that reaches it) that changes the case's log.
+  std::vector<std::string> notes;
 };
 
 CensusResult RunCensus(const vectors::VectorSet& set);

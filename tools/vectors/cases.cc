@@ -250,6 +250,20 @@ void AddScenarios(SuiteBuilder& b) {
                     WithRow({1.0f, 1.0f, 2 * big}),
                     WithRow({1.0f, 0.0f, 2 * big, 0.0f})}));
   }
+  {
+    // Weights at the low edge of binary32 (issue 19): the smallest
+    // subnormal 2^-149, the largest subnormal L = 2^-126 - 2^-149, the
+    // smallest normal 2^-126 and the next above it. A port that flushes
+    // subnormals to zero ties them with 0.0.
+    const float tiny = std::ldexp(1.0f, -149);
+    const float normal = std::ldexp(1.0f, -126);
+    const float largest_subnormal = normal - tiny;
+    const float above_normal = std::nextafter(normal, 1.0f);
+    b.Add(Explicit("binary32-subnormals",
+                   {Null(3), WithRow({tiny, 0.0f, 0.5f}),
+                    WithRow({largest_subnormal, 0.0f, 0.5f, tiny}),
+                    WithRow({normal, 0.0f, above_normal, 0.0f, normal})}));
+  }
   b.Add(Explicit("no-renormalization",
                  {Null(4), WithRow({0.75f, 0.125f, 0.0f, 0.0f}),
                   WithRow({0.25f, 0.25f, 0.0f, 0.375f, 0.125f})}));
@@ -461,6 +475,28 @@ void AddScoreCases(SuiteBuilder& b) {
   b.Case("h2o/arithmetic/binary64-sums", {"h2o.binary64-sum"},
          "2^24 + 1 + 1 in binary64 ranks above 2^24 + 1; binary32 would tie",
          h2o(4, 2), "binary64-sums");
+  // binary32-subnormals, budget 3, recent window 1: one victim a step among
+  // the three oldest kept positions. Step 1: 0 (2^-149) ranks above 1
+  // (0.0), so 1 goes (flushed to zero, 0 and 1 tie and 0 goes).
+  b.Case("h2o/arithmetic/subnormal-weights", {},
+         "step 1: 1 (0.0) goes, not 0 (2^-149); step 2: sums 0 = 2^-149 + "
+         "(2^-126 - 2^-149) = 2^-126 exactly, 3 = 2^-149: 3 goes; step 3: 0 = "
+         "2^-125, 2 = 1.0, 4 = 2^-126: 4 goes. Subnormals flushed to zero "
+         "evict 0 at steps 1 and 2",
+         h2o(3, 1), "binary32-subnormals");
+  b.Case("tova/arithmetic/subnormal-weights", {},
+         "step 1: 1 (0.0) goes, not 0 (2^-149); step 2: latest 0 = 2^-126 - "
+         "2^-149, 3 = 2^-149: 3 goes (flushed: a tie, 0 goes); step 3: 0 and "
+         "4 tie at 2^-126, 2 holds the next float up: 0 goes",
+         P("tova", {{"budget", 3}, {"recent_window", 1}}), "binary32-subnormals");
+  b.Case("snapkv/arithmetic/subnormal-weights", {},
+         "obs_window 2, no pooling: step 1: 1 goes, not 0 (2^-149); step 2: "
+         "window sums 0 = 2^-126, 3 = 2^-149: 3 goes; step 3: 0 = 2^-126 + "
+         "(2^-126 - 2^-149), 4 = 2^-126: 4 goes. Flushed to zero, 0 goes at "
+         "every step",
+         P("snapkv", {{"budget", 3}, {"recent_window", 1}, {"obs_window", 2},
+                      {"pool_kernel", 1}}),
+         "binary32-subnormals");
   b.Case("h2o/refusal/recent-window-equal-budget", {"refusal.invalid-parameter"},
          "recent_window must be below budget", h2o(4, 4), "one-step");
   b.Case("h2o/refusal/recent-window-negative", {"refusal.invalid-parameter"},
@@ -892,6 +928,55 @@ void AddHeadScenarios(SuiteBuilder& b) {
     }
     b.Add(WithHeads(Explicit("adakv-floor", std::move(steps)), 2, 2));
   }
+  // The same with the heads' roles swapped: head 0 pays nothing, head 1
+  // pays 1. At equal score and position the joint ranking evicts the lower
+  // set first, so with no recent window head 0's set can be emptied: at
+  // step 10 it holds {18, 19}, and the score-0 pairs rank (18, set 0),
+  // (19, set 0), (19, set 1). (On "adakv-floor" the silent set is set 1,
+  // and (19, set 0) ranks before (19, set 1): set 1 never falls below 1
+  // whatever the floor, 0 or 1.)
+  {
+    std::vector<ScenarioStep> steps = {Null(10)};
+    for (uint32_t t = 1; t < 12; ++t) {
+      const uint32_t admitted = 9 + t;
+      steps.push_back(HeadRows({Row(admitted, 0.0f), Row(admitted, 1.0f)}));
+    }
+    b.Add(WithHeads(Explicit("adakv-floor-silent-head-0", std::move(steps)), 2, 2));
+  }
+  // Sets of 3, 5, 6 and 7 heads (issue 19): dividing by the head count is
+  // inexact and the order of the heads' sum shows. One row step after 5
+  // positions; in each set of m heads, head h's weights on positions 0..4:
+  //   0: head 0 1.0, heads 1 and 2 2^-53 (ascending: 1 + 2^-53 rounds to
+  //      1.0 twice; any other order adds 2^-52 first and gets 1 + 2^-52),
+  //   1: head 0 1.0,
+  //   2: head 0 1.0, heads 1 and 2 2^-24 (binary64: 1 + 2^-23; binary32
+  //      accumulation: 1.0),
+  //   3: head 0 1 + 2^-23,
+  //   4: head 0 1.5009765625 (its mean s / m differs from s * (1 / m) for
+  //      m = 3, 5, 6, 7),
+  // every other weight 0.0.
+  {
+    const float u = std::ldexp(1.0f, -53);
+    const float v = std::ldexp(1.0f, -24);
+    auto odd = [&](std::string id, uint32_t query_heads, uint32_t kv_heads,
+                   uint32_t per_set) {
+      std::vector<Row> rows;
+      for (uint32_t h = 0; h < query_heads; ++h) {
+        const uint32_t k = h % per_set;
+        rows.push_back({k == 0 ? 1.0f : k <= 2 ? u : 0.0f,
+                        k == 0 ? 1.0f : 0.0f,
+                        k == 0 ? 1.0f : k <= 2 ? v : 0.0f,
+                        k == 0 ? 1.0f + 2 * std::ldexp(1.0f, -24) : 0.0f,
+                        k == 0 ? 1.5009765625f : 0.0f});
+      }
+      b.Add(WithHeads(Explicit(std::move(id), {Null(5), HeadRows(std::move(rows))}),
+                      query_heads, kv_heads));
+    };
+    odd("heads-odd-3-per-group", 6, 2, 3);  // kv_head sets of 3
+    odd("heads-odd-5", 5, 1, 5);
+    odd("heads-odd-6", 6, 1, 6);
+    odd("heads-odd-7-layer", 7, 7, 7);  // with granularity 0: one set of 7
+  }
   // Refusals (spec/heads.md#head-counts, #rows-per-head).
   b.Add(WithHeads(Chunks("heads-query-zero", {1}), 0, 1));
   b.Add(WithHeads(Chunks("heads-query-above", {1}), 1025, 1));
@@ -1041,19 +1126,52 @@ void AddHeadCases(SuiteBuilder& b) {
   }
   // The floor's arithmetic (mutation testing of the Python port found
   // these unpinned): raised to 1, 0 when safeguard is 0, integer division.
+  // These two have one log: on "adakv-floor" neither floor, 0 or 1, ever
+  // binds (see the scenario), so neither pins the raise to one or the
+  // floor 0 of safeguard 0; the census (CheckIdenticalLogs) refuses both
+  // claiming heads.safeguard. Their IDs stay, with honest descriptions; the
+  // rules are pinned on "adakv-floor-silent-head-0" below.
   b.Case("h2o/adakv/floor-raised-to-one", {"heads.safeguard"},
-         "no recent window, safeguard 50: 10 * 50 / 1000 is 0, raised to 1, "
-         "so head 1's set keeps one position",
+         "no recent window, safeguard 50: the floor 10 * 50 / 1000 = 0 is "
+         "raised to 1 and head 1's set goes down to one position (floor 2 "
+         "would stop it at two); floor 0 evicts the same here, since head "
+         "0's newest ranks before head 1's last (same score and position, "
+         "lower set): the raise is pinned by h2o/adakv/floor-one-binds",
          P("h2o", {{"budget", 10}, {"recent_window", 0}, {"granularity", 2},
                    {"adaptive", 1}, {"safeguard_permille", 50}}),
          "adakv-floor");
-  b.Case("h2o/adakv/safeguard-zero-empties", {"heads.safeguard"},
-         "no recent window, safeguard 0: no floor, head 1's set is emptied",
+  b.Case("h2o/adakv/safeguard-zero-empties", {},
+         "no recent window, safeguard 0 (floor 0): head 1's set goes down to "
+         "one position and is never emptied, since head 0's newest ranks "
+         "before head 1's last; the same log as floor-raised-to-one. Floor 0 "
+         "emptying a set: h2o/adakv/safeguard-zero-empties-head-0",
          P("h2o", {{"budget", 10}, {"recent_window", 0}, {"granularity", 2},
                    {"adaptive", 1}, {"safeguard_permille", 0}}),
          "adakv-floor");
-  b.Case("h2o/adakv/floor-rounds-down", {"heads.safeguard"},
-         "budget 7, safeguard 500: the floor is 7 * 500 / 1000 = 3 (not 3.5)",
+  // Head 0's set loses its two lowest positions at steps 1..9 and holds
+  // {18} after step 9; at step 10 it holds {18, 19} and the ranking starts
+  // (18, set 0), (19, set 0), (19, set 1), all at score 0.
+  b.Case("h2o/adakv/floor-one-binds",
+         {"heads.floor-at-least-one", "heads.safeguard"},
+         "no recent window, safeguard 50: floor 10 * 50 / 1000 = 0 raised to "
+         "1; at step 10 head 0's set evicts 18 and keeps 19, head 1's set "
+         "evicts 19 (floor 0 would evict 18 and 19 from head 0's set); at "
+         "step 11, 19 from head 0's set and 20 from head 1's",
+         P("h2o", {{"budget", 10}, {"recent_window", 0}, {"granularity", 2},
+                   {"adaptive", 1}, {"safeguard_permille", 50}}),
+         "adakv-floor-silent-head-0");
+  b.Case("h2o/adakv/safeguard-zero-empties-head-0",
+         {"heads.floor-zero-when-safeguard-zero", "heads.safeguard"},
+         "no recent window, safeguard 0 (floor 0): at step 10 head 0's set "
+         "evicts 18 and 19 and is emptied (floor 1 would keep 19 and evict "
+         "19 from head 1's set); at step 11 both sets evict 20",
+         P("h2o", {{"budget", 10}, {"recent_window", 0}, {"granularity", 2},
+                   {"adaptive", 1}, {"safeguard_permille", 0}}),
+         "adakv-floor-silent-head-0");
+  b.Case("h2o/adakv/floor-rounds-down", {"heads.floor-rounds-down", "heads.safeguard"},
+         "budget 7, safeguard 500: the floor is 7 * 500 / 1000 = 3 (not 3.5): "
+         "at step 4 head 1's set evicts 9 and 10 and stops at 3 (floor 4 "
+         "would evict 9 from it and 12 from head 0's set)",
          P("h2o", {{"budget", 7}, {"recent_window", 1}, {"granularity", 2},
                    {"adaptive", 1}, {"safeguard_permille", 500}}),
          "adakv-floor");
@@ -1064,6 +1182,44 @@ void AddHeadCases(SuiteBuilder& b) {
            "the multi-head canonical trace, budget 128 per KV head shared by "
            "the layer (AdaKV), safeguard 200 (floor 25)",
            P(policy.name, parameters), "heads-canonical-768");
+  }
+  // Sets of 3, 5, 6, 7 heads, aggregation mean (issue 19), worked by hand:
+  // budget 5, recent window 1, so one of positions 0..4 goes at step 1.
+  // Summed in ascending head order, 0 and 1 both sum to 1.0 and tie at
+  // 1.0 / m, so 0 goes (summed in another order, or as x_h / m, 0 ranks
+  // above 1 and 1 goes); the cut lists 1.0 / m, then (1 + 2^-23) / m twice
+  // (2 and 3; binary32 accumulation gives 2 1.0 / m) and 1.5009765625 / m
+  // (s * (1 / m) differs in its last bit).
+  {
+    struct Odd {
+      const char* name;
+      const char* scenario;
+      int64_t granularity;
+      const char* sets;
+    };
+    const Odd odds[] = {
+        {"odd-3-heads-mean", "heads-odd-3-per-group", 1, "two kv_head sets of 3 heads"},
+        {"odd-5-heads-mean", "heads-odd-5", 1, "one kv_head set of 5 heads"},
+        {"odd-6-heads-mean", "heads-odd-6", 1, "one kv_head set of 6 heads"},
+        {"odd-7-heads-mean", "heads-odd-7-layer", 0,
+         "one layer set of 7 heads (7 KV heads)"},
+    };
+    for (const Scored& policy : scored) {
+      for (const Odd& odd : odds) {
+        std::vector<Parameter> parameters = {{"budget", 5}, {"recent_window", 1}};
+        if (std::string(policy.name) == "snapkv") {
+          parameters.push_back({"obs_window", 1});
+          parameters.push_back({"pool_kernel", 1});
+        }
+        parameters.push_back({"granularity", odd.granularity});
+        b.Case(std::string(policy.name) + "/heads/" + odd.name, {},
+               std::string(odd.sets) +
+                   ", mean: 0 and 1 sum to 1.0 in ascending head order and tie, "
+                   "0 goes (another order or x_h / m: 1 goes); the cut's means "
+                   "are s / m of binary64 sums",
+               P(policy.name, parameters), odd.scenario);
+      }
+    }
   }
   b.Case("h2o/heads/mean-rounding-ties", {"heads.mean-rounding", "tie.lower-position"},
          "sums 1.5 + 2^-51 and 1.5 + 2^-52 have one mean: the tie evicts 0 "
@@ -1280,6 +1436,33 @@ void AddPrefillScenarios(SuiteBuilder& b) {
                    {Null(2), WithRow({1.0f, 1.0f}),
                     QueryRows(2, {{h, 0.0f, 0.5f, 2.0f},
                                   {h, 0.0f, 0.5f, 2.0f, 2.0f}})}));
+  }
+  // Issue 19: a prefill step on a cache that decode steps filled and
+  // thinned, then decoding from the state it left (one head). Step 1
+  // (decode) row (0.25, 0.125, 0.5); step 2 admits 4 and 5 with the rows of
+  // queries 4 and 5; step 3 (decode) row (0.125, 0, 0.125, 0, 0.25, 0.5).
+  b.Add(Explicit("prefill-between-decodes",
+                 {Null(3), WithRow({0.25f, 0.125f, 0.5f}),
+                  QueryRows(2, {{0.5f, 0.0f, 0.0f, 0.25f, 0.125f},
+                                {0.25f, 0.0f, 0.0625f, 0.125f, 0.25f, 0.25f}}),
+                  WithRow({0.125f, 0.0f, 0.125f, 0.0f, 0.25f, 0.5f})}));
+  // SnapKV with fewer query rows (2) than obs_window (3): the window is
+  // min(obs_window, m) = 2 (positions 3 and 4), the prefix 0, 1, 2.
+  b.Add(Explicit("prefill-snapkv-short-window",
+                 {QueryRows(5, {{0.25f, 0.25f, 0.125f, 0.5f},
+                                {0.5f, 0.25f, 0.0625f, 0.0625f, 0.0625f}})}));
+  // TOVA's protect_newest beside a recent window, then a decode step.
+  b.Add(Explicit("prefill-tova-newest-and-window",
+                 {QueryRows(4, {{0.5f, 0.25f, 0.125f, 0.0625f}}),
+                  WithRow({0.5f, 0.375f, 0.0f, 0.25f})}));
+  // The largest finite binary32 weight M accumulated: 2M and 3M are finite
+  // in binary64, infinite in binary32. Then a prefill step (one query row).
+  {
+    const float m = std::numeric_limits<float>::max();
+    b.Add(Explicit("prefill-max-finite-weights",
+                   {Null(2), WithRow({m, m}), WithRow({m, m, 0.0f}),
+                    WithRow({m, 0.0f, 0.0f, 0.0f}),
+                    QueryRows(1, {{0.0f, 0.0f, 0.0f, 0.0f, 0.0f, m}})}));
   }
   // Refusals and their order (prefill.md#checks).
   b.Add(Explicit("prefill-refusal-noncausal",
@@ -1521,6 +1704,73 @@ void AddPrefillCases(SuiteBuilder& b) {
            "heads' prefill scores, then decoding",
            P(policy, parameters), "prefill-64-decode-16-h4");
   }
+  // Issue 19: prefill on a non-empty cache, then decoding (budget 3,
+  // recent window 1; worked by hand, spec/prefill.md#the-prefill-step).
+  // Step 1 evicts 1 (0.125) in all three. Step 2 keeps {0, 2, 3} + {4, 5},
+  // evicts 2 of 0, 2, 3, 4.
+  b.Case("prefill/h2o/prefill-between-decodes", {},
+         "step 2 adds the query rows' sums (0.75, 0.0625, 0.375, 0.375) onto "
+         "the decode sums (0.25, 0.5, 0, 0): 0 1.0, 2 0.5625, 3 and 4 0.375, "
+         "so 3 and 4 go (sums restarted at prefill: 2 and 3); step 3 adds its "
+         "row onto them: 0 1.125, 2 0.6875, 5 0.75, 2 goes",
+         P("h2o", {{"budget", 3}, {"recent_window", 1}}), "prefill-between-decodes");
+  b.Case("prefill/tova/prefill-between-decodes", {},
+         "step 2: the last query row (0.25, 0.0625, 0.125, 0.25) over 0, 2, 3, "
+         "4: 2 and 3 go; step 3: the decode row replaces it, 0 0.125, 4 0.25, "
+         "5 0.5: 0 goes",
+         P("tova", {{"budget", 3}, {"recent_window", 1}}), "prefill-between-decodes");
+  b.Case("prefill/snapkv/prefill-between-decodes", {},
+         "obs_window 2, no pooling: step 2's window is 4, 5, the prefix sums 0 "
+         "0.75, 2 0.0625, 3 0.375: 2 and 3 go, and the ring keeps step 1's "
+         "row; step 3's sums over steps 1 and 3: 0 0.375, 4 0.25, 5 0.5: 4 "
+         "goes (a ring cleared or written by the prefill: 0 goes)",
+         P("snapkv", {{"budget", 3}, {"recent_window", 1}, {"obs_window", 2},
+                      {"pool_kernel", 1}}),
+         "prefill-between-decodes");
+  // Issue 19: m = 2 query rows, obs_window 3 (snapkv.md#at-prefill: w =
+  // min(obs_window, m) = 2, prefix 0, 1, 2, sums 0.75, 0.5, 0.1875).
+  const std::vector<Parameter> short_window = {{"recent_window", 0}, {"obs_window", 3},
+                                               {"pool_kernel", 1}};
+  b.Case("prefill/snapkv/short-window-mean", {"prefill.window-budget"},
+         "window inside, mean over w = 2 rows: 0.375, 0.25, 0.09375; budget 3 "
+         "evicts 2 and 1 (a window of 3 would make 2 a window position and "
+         "evict 0 and 1; dividing by 3 changes the cut)",
+         P("snapkv", with(short_window, {{"budget", 3}, {"window_reduce", 1}})),
+         "prefill-snapkv-short-window");
+  b.Case("prefill/snapkv/short-window-outside", {"prefill.window-budget"},
+         "window outside, budget 2: (5 - 2) - 2 = 1 prefix position goes, 2 "
+         "(0.1875); a window of 3 would evict nothing",
+         P("snapkv", with(short_window, {{"budget", 2}, {"window_budget", 1}})),
+         "prefill-snapkv-short-window");
+  b.Case("prefill/snapkv/short-window-outside-mean", {"prefill.window-budget"},
+         "window outside and mean: 2 goes at 0.1875 / 2 = 0.09375",
+         P("snapkv", with(short_window, {{"budget", 2}, {"window_budget", 1},
+                                         {"window_reduce", 1}})),
+         "prefill-snapkv-short-window");
+  // Issue 19: protect_newest 1 with recent_window 1: the newest is already
+  // protected, nothing more is (tova.md#at-prefill).
+  b.Case("prefill/tova/protect-newest-with-window", {},
+         "recent window 1 and protect_newest 1, budget 3: the last row scores "
+         "0 0.5, 1 0.25, 2 0.125: 2 goes (protecting one more position would "
+         "evict 1); the decode step: 0 0.5, 1 0.375, 3 0.25: 3 goes",
+         P("tova", {{"budget", 3}, {"recent_window", 1}, {"protect_newest", 1}}),
+         "prefill-tova-newest-and-window");
+  // Issue 19: the largest finite weight M, budget 2, no recent window. The
+  // decode steps evict the newest (0.0) and sum 0 to 3M and 1 to 2M; the
+  // prefill step's ratio 0.5 keeps max(1, floor(3 x 0.5)) = 1 of 0, 1, 5.
+  b.Case("prefill/h2o/max-finite-weights", {"prefill.ratio"},
+         "sums 3M, 2M and M (5's query row): 5 and 1 go; in binary32 2M and "
+         "3M are both infinite, tie, and 0 goes instead of 1",
+         P("h2o", {{"budget", 2}, {"recent_window", 0}, {"ratio_ppm", 500000}}),
+         "prefill-max-finite-weights");
+  b.Case("prefill/snapkv/max-finite-weights", {},
+         "obs_window 3, no pooling: window sums reach 2M and 3M, finite in "
+         "binary64 (the cut lists them; binary32 accumulation gives "
+         "infinities); the prefill step's window is 5 (+infinity), the prefix "
+         "sums 0.0: 0 and 1 go",
+         P("snapkv", {{"budget", 2}, {"recent_window", 0}, {"obs_window", 3},
+                      {"pool_kernel", 1}, {"ratio_ppm", 500000}}),
+         "prefill-max-finite-weights");
   // Refusals (prefill.md#checks).
   const PolicyConfig h2o = P("h2o", {{"budget", 2}, {"recent_window", 0}});
   b.Case("prefill/refusal/noncausal-row", {"refusal.attention-length"},

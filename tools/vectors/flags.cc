@@ -161,7 +161,23 @@ const std::vector<FlagInfo>& Flags() {
        {"h2o", "tova", "snapkv"},
        "0.5.0"},
       {"heads.safeguard", "heads.md#head-adaptive-budgets",
-       "another safeguard (another floor) would change the victims",
+       "the floor binds: a floor one less or one more, reached by another "
+       "safeguard at the same budget, would change the victims",
+       {"h2o"},
+       "0.5.0"},
+      {"heads.floor-at-least-one", "heads.md#head-adaptive-budgets",
+       "budget x safeguard / 1000 is 0 and the floor is raised to 1: floor 0 "
+       "would change the victims",
+       {"h2o"},
+       "0.5.0"},
+      {"heads.floor-zero-when-safeguard-zero", "heads.md#head-adaptive-budgets",
+       "safeguard 0 has floor 0 and a set can be emptied: floor 1 would "
+       "change the victims",
+       {"h2o"},
+       "0.5.0"},
+      {"heads.floor-rounds-down", "heads.md#head-adaptive-budgets",
+       "budget x safeguard / 1000 is not an integer and the floor rounds it "
+       "down: the floor rounded up would change the victims",
        {"h2o"},
        "0.5.0"},
       {"neighbour.adakv-fixed", "heads.md#head-adaptive-budgets",
