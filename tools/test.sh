@@ -4,7 +4,9 @@
 # environment), then every Bazel test, then tools/determinism.sh (the
 # vectors built by g++ and clang++ at several optimisation levels are
 # byte-identical), then tools/test_ports.sh (each bundled port's unit tests
-# and its conformance run), then tools/old_ports.sh (the Python port of each
+# and its conformance run), then tools/search/check.sh (the differential
+# search on a fixed seed against the reference and each port, and its
+# rediscovery of each blind-spot mutant), then tools/old_ports.sh (the Python port of each
 # earlier spec version, from git history, gets no failure), then
 # tools/recipes/check.sh (spec/arithmetic.md's recipes, run in each
 # language here), then tools/kvpress_check.sh (kvpress 0.5.5 itself on the
@@ -12,7 +14,8 @@
 # tools/kvpress/disagreements.txt), and ends with one line, "tests: N
 # passed, N failed", counting test cases (GoogleTest cases, one per shell
 # test target, one per determinism configuration, unit tests and
-# conformance cases of each port, one per old port and per recipe, the
+# conformance cases of each port, search cases that agreed and blind-spot
+# mutants the search found, one per old port and per recipe, the
 # kvpress check's self-test checks and vector cases).
 #
 #   tools/test.sh [extra bazel test flags]
@@ -29,8 +32,9 @@ determinism="$(mktemp)"
 ports="$(mktemp)"
 old="$(mktemp)"
 recipes="$(mktemp)"
+search="$(mktemp)"
 kvpress="$(mktemp)"
-trap 'rm -f "$log" "$determinism" "$ports" "$old" "$recipes" "$kvpress"' EXIT
+trap 'rm -f "$log" "$determinism" "$ports" "$old" "$recipes" "$search" "$kvpress"' EXIT
 bazel test //... --test_summary=short "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 echo
@@ -39,6 +43,9 @@ determinism_status=${PIPESTATUS[0]}
 echo
 tools/test_ports.sh 2>&1 | tee "$ports"
 ports_status=${PIPESTATUS[0]}
+echo
+tools/search/check.sh 2>&1 | tee "$search"
+search_status=${PIPESTATUS[0]}
 echo
 tools/old_ports.sh 2>&1 | tee "$old"
 old_status=${PIPESTATUS[0]}
@@ -51,6 +58,9 @@ kvpress_status=${PIPESTATUS[0]}
 echo
 extra=("$(grep '^determinism:' "$determinism" || echo 'determinism: 0 passed, 1 failed')")
 while IFS= read -r line; do extra+=("$line"); done < <(grep -E '^[a-z-]+: [0-9]+ passed, [0-9]+ failed' "$ports")
+n_search=${#extra[@]}
+while IFS= read -r line; do extra+=("$line"); done < <(grep -E '^search-[a-z-]+: [0-9]+ passed, [0-9]+ failed' "$search")
+[[ ${#extra[@]} -gt $n_search ]] || extra+=('search: 0 passed, 1 failed (no closing line)')
 extra+=("$(grep -E '^old-ports: [0-9]+ passed, [0-9]+ failed' "$old" | tail -1 || true)")
 [[ -n "${extra[-1]}" ]] || extra[-1]='old-ports: 0 passed, 1 failed (no closing line)'
 extra+=("$(grep -E '^recipes: [0-9]+ passed, [0-9]+ failed' "$recipes" | tail -1 || true)")
@@ -60,5 +70,6 @@ extra+=("$(grep -E '^kvpress-selftest: [0-9]+ passed, [0-9]+ failed' "$kvpress" 
 extra+=("$(grep -E '^kvpress: [0-9]+ passed, [0-9]+ failed' "$kvpress" | tail -1 || true)")
 [[ -n "${extra[-1]}" ]] || extra[-1]='kvpress: 0 passed, 1 failed (no closing line)'
 python3 tools/test_summary.py "$log" "$(bazel info bazel-testlogs 2>/dev/null)" "${extra[@]}"
-[[ $status -eq 0 && $determinism_status -eq 0 && $ports_status -eq 0 && $old_status -eq 0 \
+[[ $status -eq 0 && $determinism_status -eq 0 && $ports_status -eq 0 && $search_status -eq 0 \
+   && $old_status -eq 0 \
    && $recipes_status -eq 0 && $kvpress_status -eq 0 ]]

@@ -9,6 +9,8 @@ and fails if the vectors do not catch one: a mutant that passes means the
 vectors miss a rule.
 """
 import os
+
+import numpy as np
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -263,6 +265,118 @@ def _():
                 log.rejection = (r.category, index, r.message)
                 return
             first += admit
+    harness.run_steps = run_steps
+
+
+# The blind spots of issue 19: each a porting mistake the 0.6.0 vectors let
+# through, named "blind.*". tools/search/rediscover.sh runs the differential
+# search against each and must find a disagreement without any vector.
+
+@mutant("blind.mean-by-reciprocal", "h2o,tova,snapkv",
+        "heads.md#combining-heads-at-ranking-time: the mean as the sum times 1/m (inexact unless m is a power of two)")
+def _():
+    from kvspec_port import heads
+    original = heads.combine
+
+    def combine(scores, aggregation):
+        if aggregation != heads.MEAN:
+            return original(scores, aggregation)
+        s = original(scores, heads.SUM)
+        return s * (np.float64(1.0) / np.float64(len(scores)))
+    heads.combine = combine
+
+
+@mutant("blind.h2o-prefill-assumes-empty-cache", "h2o",
+        "prefill.md#the-prefill-step: a prefill step's totals replace the running sums (right only on an empty cache)")
+def _():
+    from kvspec_port.policies import h2o
+    original = h2o.H2oPolicy.record_queries
+
+    def record_queries(self, m, rows):
+        self.cumulative = np.zeros(len(self.kept), dtype=np.float64)
+        original(self, m, rows)
+    h2o.H2oPolicy.record_queries = record_queries
+
+
+@mutant("blind.h2o-prefill-not-carried", "h2o",
+        "h2o.md: decoding after a prefill step restarts the sums from zero")
+def _():
+    from kvspec_port.policies import h2o
+    original_queries = h2o.H2oPolicy.record_queries
+    original_record = h2o.H2oPolicy.record
+
+    def record_queries(self, m, rows):
+        original_queries(self, m, rows)
+        self.after_prefill = True
+
+    def record(self, attention):
+        if getattr(self, "after_prefill", False):
+            self.cumulative = np.zeros(len(self.kept), dtype=np.float64)
+            self.after_prefill = False
+        original_record(self, attention)
+    h2o.H2oPolicy.record_queries = record_queries
+    h2o.H2oPolicy.record = record
+
+
+@mutant("blind.snapkv-mean-by-obs-window", "snapkv",
+        "policies/snapkv.md#at-prefill: the window mean divided by obs_window, not by min(obs_window, m)")
+def _():
+    original = snapkv.SnapKvPolicy.record_queries
+
+    def record_queries(self, m, rows):
+        original(self, m, rows)
+        w = min(self.obs, m)
+        if self.params["window_reduce"] == 1 and w != self.obs:
+            p = len(self.kept) - w
+            s = np.zeros(p, dtype=np.float64)
+            for row in rows[m - w:]:
+                s = s + np.asarray(row[:p], dtype=np.float64)
+            self.prefill_scores[:p] = self.pool(s / np.float64(self.obs))
+    snapkv.SnapKvPolicy.record_queries = record_queries
+
+
+@mutant("blind.snapkv-outside-by-obs-window", "snapkv",
+        "prefill.md (window_budget 1): the window outside the budget is obs_window slots, not min(obs_window, m)")
+def _():
+    original = base.ScorePolicy.eviction_plan.__func__
+
+    def eviction_plan(cls, params, n, m):
+        k, c = original(cls, params, n, m)
+        if m is not None and params["window_budget"] == 1:
+            w = params["obs_window"]
+            k -= w
+            c = min(c, n - w)
+        return k, c
+    snapkv.SnapKvPolicy.eviction_plan = classmethod(eviction_plan)
+
+
+@mutant("blind.tova-protect-newest-beyond-recent", "tova",
+        "prefill.md (protect_newest): the newest protected on top of the recent window, not inside it")
+def _():
+    from kvspec_port.policies import tova
+    original = base.ScorePolicy.eviction_plan.__func__
+
+    def eviction_plan(cls, params, n, m):
+        k, c = original(cls, params, n, m)
+        if m is not None and params["protect_newest"] == 1:
+            c = c - 1
+        return k, c
+    tova.TovaPolicy.eviction_plan = classmethod(eviction_plan)
+
+
+@mutant("blind.subnormals-flushed", "",
+        "harness.md#attention-weights: subnormal weights read as zero (flush to zero, as FTZ/DAZ hardware does)")
+def _():
+    tiny = float(np.finfo(np.float32).tiny)
+
+    def flush(row):
+        return None if row is None else [0.0 if 0.0 < w < tiny else w for w in row]
+    original = harness.run_steps
+
+    def run_steps(policy, steps, log, query_heads=1, sets=None):
+        flushed = [(admit, flush(row), [flush(r) for r in heads], [flush(r) for r in queries])
+                   for admit, row, heads, queries in steps]
+        return original(policy, flushed, log, query_heads, sets)
     harness.run_steps = run_steps
 
 
