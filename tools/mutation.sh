@@ -11,28 +11,64 @@
 #   tools/mutation.sh --sample   the fixed, reproducible sample CI runs:
 #                                Rust --shard 0/8 (round-robin), Python
 #                                --sample 150 --seed 1
+#   tools/mutation.sh [--sample] --search DIR
+#                                and a second kill corpus: DIR is a vectors
+#                                directory (MANIFEST.json and *.pb, the
+#                                format of vectors/) written by the search;
+#                                each port reruns its survivors against it
+#                                (default: $KVSPEC_SEARCH_VECTORS); DIR
+#                                `auto` writes the corpus CI uses: search
+#                                --seed=1 --cases=3000 (tools/search)
 #
-# Prints each port's totals ("rust-mutation: generated N, killed K,
-# equivalent E, untestable U, survived S, timeout T"), then one line per
-# port for tools/test_summary.py, "rust-mutation: P passed, S failed", where
-# failed counts survivors (a timeout is a mutant the runner catches as a
-# hang). Exit status 1 if any mutant survived. Needs tools/setup.sh first.
+# Prints each port's totals ("rust-mutation: generated N, killed K, killed
+# by search only G, equivalent E, untestable U, survived S, timeout T"), then
+# one line per port for tools/test_summary.py, "rust-mutation: P passed, F
+# failed", where failed counts survivors, mutants killed by the search only
+# (a gap in the vectors: a scenario tells the mutant apart, but no vector
+# has one) and the port's error lines (for example an entry of
+# mutants-equivalent.md that the search kills); a timeout is a mutant the
+# runner catches as a hang. Exit status 1 if any failed. Needs
+# tools/setup.sh --tests first.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [[ -d "$HOME/.cargo/bin" ]] && export PATH="$HOME/.cargo/bin:$PATH"
 rust_args=()
 python_args=()
-if [[ "${1:-}" == "--sample" ]]; then
-  rust_args=(--shard 0/8 --sharding round-robin)
-  python_args=(--sample 150 --seed 1)
+search=${KVSPEC_SEARCH_VECTORS:-}
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --sample)
+      rust_args+=(--shard 0/8 --sharding round-robin)
+      python_args+=(--sample 150 --seed 1)
+      shift ;;
+    --search) search=$2; shift 2 ;;
+    *) echo "usage: tools/mutation.sh [--sample] [--search DIR]" >&2; exit 2 ;;
+  esac
+done
+if [[ "$search" == auto ]]; then
+  # The search's corpus as CI uses it: seed 1, 3,000 cases (tools/search).
+  search="$(mktemp -d)"
+  trap 'rm -rf "$search"' EXIT
+  if ! bazel build //tools/search:search_opt >/dev/null 2>&1 ||
+     ! "$(bazel info bazel-bin 2>/dev/null)/tools/search/search_opt" \
+         --write_corpus="$search" --seed=1 --cases=3000; then
+    echo "mutation: cannot write the search corpus (bazel build //tools/search:search_opt)" >&2
+    exit 2
+  fi
+fi
+if [[ -n "$search" ]]; then
+  search=$(cd "$search" && pwd) || exit 2
+  rust_args=(--search "$search" "${rust_args[@]}")
+  python_args=(--search "$search" "${python_args[@]}")
 fi
 status=0
 
 field() { grep -oE "$1 [0-9]+" <<<"$2" | grep -oE '[0-9]+' || echo 0; }
 
 summarize() {  # name, output of the port's run.sh
-  local line passed survived
+  local line passed survived searched errors
   line="$(grep -E "^$1: generated " <<<"$2" | tail -1)"
+  grep -E "^$1: error: " <<<"$2"
   echo "$line"
   if [[ -z "$line" ]]; then
     echo "$1: 0 passed, 1 failed (no totals line)"; status=1; return
@@ -42,16 +78,22 @@ summarize() {  # name, output of the port's run.sh
   # never reaches count neither way.
   passed=$(( $(field killed "$line") + $(field timeout "$line") +
              $(field equivalent "$line") + $(field untestable "$line") ))
+  # Failed: survivors, mutants only the search kills (gaps in the vectors),
+  # and error lines (an equivalents entry the search kills, a search pass
+  # that could not run).
   survived=$(field survived "$line")
-  [[ $survived -eq 0 ]] || status=1
-  echo "$1: $passed passed, $survived failed"
+  searched=$(field "search only" "$line")
+  errors=$(grep -cE "^$1: error: " <<<"$2")
+  failed=$((survived + searched + errors))
+  [[ $failed -eq 0 ]] || status=1
+  echo "$1: $passed passed, $failed failed"
 }
 
 out="$(conformance/ports/rust/mutation/run.sh "${rust_args[@]}" 2>&1)"
-echo "$out" | grep -E '^(survived|timeout): ' | head -20
+echo "$out" | grep -E '^(survived|timeout|search-only): ' | head -20
 summarize rust-mutation "$out"
 
 out="$(conformance/ports/python/mutation/run.sh "${python_args[@]}" 2>&1)"
-echo "$out" | grep -E '^python-mutation: (other|wall)' | head -5
+echo "$out" | grep -E '^(python-mutation: (other|wall|search pass)|search-only: )' | head -20
 summarize python-mutation "$out"
 exit $status

@@ -1,25 +1,31 @@
 """Generates mutmut's mutants in the current (work) directory without running
 them and prints every mutant name, sorted; with --sample N --seed S prints a
-reproducible sample of N of them (random.Random(S).sample over the sorted list)."""
+reproducible sample of N of them (random.Random(S).sample over the sorted list).
+
+For mutmut 3.8.1 (requirements-mutation.txt). Names are
+`module.x_function__mutmut_N` for a module-level function and
+`module.xǁClassǁmethod__mutmut_N` for a method. `mutmut run` reuses the
+mutants written here (it regenerates only files newer than their mutants)."""
 import argparse
 import contextlib
-import sys
 import json
-import os
 import random
+import sys
 from pathlib import Path
 
 import mutmut.__main__ as mm
+from mutmut.mutation.trampoline import set_mutant_under_test
+from mutmut.utils.file_utils import copy_src_dir
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--sample", type=int, default=0)
 ap.add_argument("--seed", type=int, default=1)
 args = ap.parse_args()
-os.environ["MUTANT_UNDER_TEST"] = "mutant_generation"
-mm.read_config()
-os.makedirs("mutants", exist_ok=True)
+set_mutant_under_test("mutant_generation")
+Path("mutants").mkdir(exist_ok=True)
 with contextlib.redirect_stdout(sys.stderr):  # it prints the files it mutates
-    mm.create_mutants()
+    copy_src_dir()
+    mm.create_mutants(1)
 names = []
 for meta in Path("mutants").rglob("*.meta"):
     names.extend(n for n in json.loads(meta.read_text())["exit_code_by_key"] if "__mutmut_" in n)
