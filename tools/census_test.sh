@@ -32,7 +32,7 @@ expect_failure "flag order.steps-in-sequence decided no case in the suite" \
 expect_failure "flag heads.mean-rounding decided no h2o case" \
   h2o/heads/mean-rounding-ties
 expect_failure "flag heads.floor-at-least-one decided no h2o case" \
-  h2o/adakv/floor-one-binds
+  h2o/adakv/floor-one-binds,h2o/adakv/floor-one-binds-at-safeguard-one
 expect_failure "flag heads.floor-zero-when-safeguard-zero decided no h2o case" \
   h2o/adakv/safeguard-zero-empties-head-0
 expect_failure "flag heads.floor-rounds-down decided no h2o case" \

@@ -1160,6 +1160,16 @@ void AddHeadCases(SuiteBuilder& b) {
          P("h2o", {{"budget", 10}, {"recent_window", 0}, {"granularity", 2},
                    {"adaptive", 1}, {"safeguard_permille", 50}}),
          "adakv-floor-silent-head-0");
+  // mutmut 3.8.1 found `safeguard_permille > 0` becoming `> 1` unpinned:
+  // the smallest safeguard above 0 raises its floor too.
+  b.Case("h2o/adakv/floor-one-binds-at-safeguard-one",
+         {"heads.floor-at-least-one", "heads.safeguard"},
+         "safeguard 1, the smallest above 0: floor 10 * 1 / 1000 = 0 is raised "
+         "to 1 as well, so the victims are those of floor-one-binds (floor 0 "
+         "would evict 18 and 19 from head 0's set at step 10)",
+         P("h2o", {{"budget", 10}, {"recent_window", 0}, {"granularity", 2},
+                   {"adaptive", 1}, {"safeguard_permille", 1}}),
+         "adakv-floor-silent-head-0");
   b.Case("h2o/adakv/safeguard-zero-empties-head-0",
          {"heads.floor-zero-when-safeguard-zero", "heads.safeguard"},
          "no recent window, safeguard 0 (floor 0): at step 10 head 0's set "
@@ -1807,6 +1817,35 @@ void AddPrefillCases(SuiteBuilder& b) {
          P("snapkv", {{"adaptive", 1}, {"window_budget", 1}}), "prefill-snapkv-card");
 }
 
+// Cases the differential search found (tools/README.md#search): each is
+// the search's shrunk scenario for a mutant of a bundled port that the
+// vectors let through and only the search killed (tools/mutation.sh
+// --search). Its description names the mutant and the rule; the mutation
+// run is its check (the mutant is killed by the vectors from then on).
+void AddSearchCases(SuiteBuilder& b) {
+  {
+    // search --seed=1, case 116, shrunk in 16 rounds against the Python
+    // port with mutmut 3.8.1's trace.xǁHeadsTraceǁweights_matrix__mutmut_8.
+    TraceConfig trace = CanonicalTrace(2);
+    trace.seed = 190;
+    trace.sinks = 2;
+    trace.recent_length = 9;
+    trace.heavy_count = 1;
+    trace.epoch_length = 58;
+    trace.noise = 0.0;
+    b.Add(WithHeads(Traced("search-trace-heads-one-position", trace), 2, 2));
+  }
+  b.Case("search/trace-heads/one-position-rows", {"search.found"},
+         "found by tools/search (seed 1, case 116, shrunk): a two-head trace "
+         "whose sets keep one position at step 1; each row holds that "
+         "position's generated weight, not zero, so tova evicts the new "
+         "position 1 and keeps 0 (the Python port's weights_matrix with "
+         "`== 1` in place of `== 0` read a one-position row as zeros, and the "
+         "tie evicted 0)",
+         P("tova", {{"budget", 1}, {"recent_window", 0}}),
+         "search-trace-heads-one-position");
+}
+
 }  // namespace
 
 TraceConfig CanonicalTrace(uint32_t steps) {
@@ -1826,6 +1865,7 @@ Suite BuildSuite() {
   AddHeadCases(builder);
   AddPrefillScenarios(builder);
   AddPrefillCases(builder);
+  AddSearchCases(builder);
   return builder.Build();
 }
 

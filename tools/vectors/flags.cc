@@ -253,6 +253,11 @@ const std::vector<FlagInfo>& Flags() {
        "query rows of the wrong shape beside a bad weight: ATTENTION_LENGTH",
        {},
        "0.6.0"},
+      {"search.found", "vectors.md#flags",
+       "the differential search's shrunk scenario for a port mutant that only "
+       "the search killed; the description names the mutant and the rule",
+       {},
+       "0.1.0"},
       {"canonical-trace", "trace.md#parameters",
        "a long run on the canonical trace",
        {"full", "window", "streamingllm", "h2o", "tova", "snapkv", "random"},
