@@ -89,7 +89,7 @@ else
 fi
 start=$(date +%s)
 # shellcheck disable=SC2046
-mutmut run --max-children 1 $(cat selection.txt) > run.log 2>&1 || true
+mutmut run --max-children "${MUTMUT_CHILDREN:-1}" $(cat selection.txt) > run.log 2>&1 || true
 end=$(date +%s)
 mutmut results --all true > results.txt
 echo "python-mutation: wall time $((end - start)) s, work dir $work (run.log, results.txt)" >&2
@@ -108,7 +108,7 @@ if [ -n "$search" ]; then
     cp search-selection.txt "$work/search/selection.txt"
     start=$(date +%s)
     # shellcheck disable=SC2046
-    (cd "$work/search" && KVSPEC_VECTORS="$search" mutmut run --max-children 1 $(cat selection.txt) > run.log 2>&1) || true
+    (cd "$work/search" && KVSPEC_VECTORS="$search" mutmut run --max-children "${MUTMUT_CHILDREN:-1}" $(cat selection.txt) > run.log 2>&1) || true
     end=$(date +%s)
     (cd "$work/search" && mutmut results --all true) > search-results.txt
     echo "python-mutation: search pass: $(grep -c . search-selection.txt) missed mutants rerun against $search, wall time $((end - start)) s (search/run.log)" >&2
