@@ -9,8 +9,8 @@
 #
 #   tools/mutation.sh            every mutant (about 45 minutes here)
 #   tools/mutation.sh --sample   the fixed, reproducible sample CI runs:
-#                                Rust --shard 0/12 (round-robin), Python
-#                                --sample 100 --seed 1, two mutants at a
+#                                Rust --shard 0/25 (round-robin), Python
+#                                --sample 60 --seed 1, two mutants at a
 #                                time (MUTANTS_JOBS, MUTMUT_CHILDREN)
 #   tools/mutation.sh [--sample] --search DIR
 #                                and a second kill corpus: DIR is a vectors
@@ -41,8 +41,8 @@ while [[ $# -gt 0 ]]; do
     --sample)
       # Sized to keep tools/test.sh within CI's 90 minutes on 2 cores: both
       # tools run two mutants at a time.
-      rust_args+=(--shard 0/12 --sharding round-robin)
-      python_args+=(--sample 100 --seed 1)
+      rust_args+=(--shard 0/25 --sharding round-robin)
+      python_args+=(--sample 60 --seed 1)
       export MUTANTS_JOBS=${MUTANTS_JOBS:-2} MUTMUT_CHILDREN=${MUTMUT_CHILDREN:-2}
       shift ;;
     --search) search=$2; shift 2 ;;
