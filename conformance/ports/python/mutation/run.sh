@@ -4,6 +4,7 @@
 #
 #   mutation/run.sh                        # every mutant
 #   mutation/run.sh --sample N --seed S    # a reproducible sample of N (CI)
+#   mutation/run.sh --slice K/N            # every N-th mutant from the K-th
 #   mutation/run.sh NAME ...               # the given mutant names
 #   mutation/run.sh --search DIR ...       # and a second pass against DIR
 #
@@ -37,11 +38,13 @@ vectors=$(cd "${KVSPEC_VECTORS:-$port/../../../vectors}" && pwd)
 search=${KVSPEC_SEARCH_VECTORS:-}
 sample=0
 seed=1
+slice=""
 names=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --sample) sample=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
+    --slice) slice=$2; shift 2 ;;
     --search) search=$2; shift 2 ;;
     *) names="$names $1"; shift ;;
   esac
@@ -85,7 +88,7 @@ export KVSPEC_LONG=1 KVSPEC_VECTORS="$vectors"
 if [ -n "$names" ]; then
   printf '%s\n' $names > selection.txt
 else
-  "$python" "$port/mutation/list_mutants.py" --sample "$sample" --seed "$seed" > selection.txt
+  "$python" "$port/mutation/list_mutants.py" --sample "$sample" --seed "$seed" ${slice:+--slice "$slice"} > selection.txt
 fi
 start=$(date +%s)
 # shellcheck disable=SC2046
