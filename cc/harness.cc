@@ -182,6 +182,8 @@ RunResult RunTraceScenario(Policy& policy, const Scenario& scenario,
         if (options.record_cut && !victims.empty()) record.cut = CutOf(detail);
         record.kept_count = static_cast<uint32_t>(policy.kept().size());
         record.query_cache_position = static_cast<uint32_t>(kept_before);
+        record.spans = policy.step_spans();
+        record.held = policy.step_held();
         kept_before = policy.kept().size();
         result.steps.push_back(std::move(record));
       },
@@ -340,6 +342,8 @@ absl::StatusOr<std::vector<StepRecord>> StepSets(
         inputs[s], record_cut || on_ranking ? &detail : nullptr);
     if (!victims.ok()) return victims.status();
     record.victims = *std::move(victims);
+    record.spans = policy.step_spans();  // spec/spans.md#the-log
+    record.held = policy.step_held();
     if (record_cut && !record.victims.empty()) record.cut = CutOf(detail);
     if (on_ranking && !record.victims.empty() && !detail.ranked.empty()) {
       on_ranking(step, ObservationOf(detail, s));

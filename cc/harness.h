@@ -70,10 +70,15 @@ struct StepRecord {
   // spec/heads.md#the-eviction-log: with more than one kept set, one record
   // per set (each with `sets` empty) and the fields above left empty.
   std::vector<StepRecord> sets;
+  // spec/spans.md#the-log: with `spans` 1, one span per query (each as
+  // `first, last` pairs) and the held set as runs with position ids.
+  std::vector<std::vector<Position>> spans;
+  std::vector<HeldRun> held;
   bool operator==(const StepRecord& other) const {
     return victims == other.victims && kept_count == other.kept_count &&
            query_cache_position == other.query_cache_position &&
-           cut == other.cut && sets == other.sets;
+           cut == other.cut && sets == other.sets && spans == other.spans &&
+           held == other.held;
   }
 };
 

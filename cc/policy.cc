@@ -114,16 +114,33 @@ absl::StatusOr<std::vector<Position>> Policy::Step(const StepInput& input) {
 
 void Policy::RecordAndAdmit(const StepInput& input) {
   if (input.attention.has_value()) Record(*input.attention);
+  AdmitPositions(input, kept_.size() + input.count);
+}
+
+void Policy::AdmitPositions(const StepInput& input, size_t kept_after) {
   for (uint32_t i = 0; i < input.count; ++i) {
     const Position position = input.first + i;
     kept_.push_back(position);
     Admit(position);
+    if (admitted_count_ < span_sinks_) last_sink_ = position;
+    ++admitted_count_;
   }
   last_admitted_ = input.first + (input.count - 1);
   // spec/prefill.md#the-prefill-step: the query rows, after admission.
   prefill_step_ = input.queries.has_value();
   if (prefill_step_) {
-    RecordQueries(QueryRows{*input.queries, input.query_rows, kept_.size()});
+    RecordQueries(QueryRows{*input.queries, input.query_rows, kept_after});
+  }
+}
+
+void Policy::RecordSpans(const StepInput& input) {
+  // spec/spans.md#the-log: the held set is kept_ now, after admission and
+  // before any eviction after it.
+  step_held_ = HeldRunsOf(kept_, span_rule_.cache_relative_ids);
+  step_spans_.clear();
+  for (uint32_t i = 0; i < input.count; ++i) {
+    step_spans_.push_back(
+        SpanOf(span_rule_, kept_, input.first + i, last_sink_));
   }
 }
 
@@ -150,8 +167,20 @@ std::vector<Position> Policy::EvictSlots(absl::Span<const size_t> slots) {
 absl::StatusOr<std::vector<Position>> Policy::Step(const StepInput& input,
                                                    EvictionDetail* detail) {
   KVSPEC_RETURN_IF_ERROR(Validate(input));
-  // spec/harness.md#the-decode-step: 1. record, 2. admit, 3. evict.
-  RecordAndAdmit(input);
+  // spec/harness.md#the-decode-step: 1. record, 2. admit, 3. evict; with
+  // `evict_at` 1 or 2 (spec/spans.md#when-room-is-made) the eviction comes
+  // between 1 and 2.
+  if (input.attention.has_value()) Record(*input.attention);
+  const size_t kept_after = kept_.size() + input.count;
+  std::vector<Position> victims_before;
+  const std::vector<size_t> before = ChooseVictimsBeforeAdmission(input.count);
+  if (!before.empty()) {
+    for (size_t slot : before) victims_before.push_back(kept_[slot]);
+    Forget(before);
+    EraseSlots(kept_, before);
+  }
+  AdmitPositions(input, kept_after);
+  if (span_rule_.log) RecordSpans(input);
   const std::vector<size_t> slots = ChooseVictims();
   if (detail != nullptr) {
     detail->ranked.clear();
@@ -170,8 +199,8 @@ absl::StatusOr<std::vector<Position>> Policy::Step(const StepInput& input,
                 });
     }
   }
-  std::vector<Position> victims;
-  victims.reserve(slots.size());
+  std::vector<Position> victims = std::move(victims_before);
+  victims.reserve(victims.size() + slots.size());
   for (size_t k = 0; k < slots.size(); ++k) {
     // Invariant (spec/harness.md#victims): victim slots are strictly
     // ascending, so the victims are ascending positions.
@@ -182,6 +211,10 @@ absl::StatusOr<std::vector<Position>> Policy::Step(const StepInput& input,
   Forget(slots);
   EraseSlots(kept_, slots);
   ++steps_done_;
+  // spec/harness.md#eviction-log: ascending. Victims before admission were
+  // kept before the step, so they are below the step's own positions; both
+  // lists are ascending, and a policy evicts at one moment only.
+  std::sort(victims.begin(), victims.end());
   return victims;
 }
 

@@ -38,11 +38,12 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "cc/spans.h"
 
 namespace kvspec {
 
-// A token's absolute position in the sequence, starting at 0.
-using Position = uint32_t;
+// A token's absolute position in the sequence, starting at 0 (declared in
+// cc/spans.h as the same type).
 
 // The input of one step (spec/harness.md#the-decode-step).
 struct StepInput {
@@ -154,6 +155,21 @@ class Policy {
     return kept_.size() * sizeof(Position) + PolicyStateBytes();
   }
 
+  // spec/spans.md#the-log: with `spans` 1, the latest step's spans (one per
+  // query, ascending; each as `first, last` pairs) and its held set as runs
+  // with position ids; empty otherwise.
+  const std::vector<std::vector<Position>>& step_spans() const {
+    return step_spans_;
+  }
+  const std::vector<HeldRun>& step_held() const { return step_held_; }
+  // spec/spans.md: called by the factories of the policies taking the span
+  // parameters, before the first step: the rule, and the number of sinks
+  // (the first `sinks` positions admitted are in every span).
+  void SetSpanRule(const SpanRule& rule, size_t sinks = 0) {
+    span_rule_ = rule;
+    span_sinks_ = sinks;
+  }
+
  protected:
   // `heads`: query heads the policy's one kept set covers, at least 1.
   explicit Policy(size_t heads = 1) : heads_(heads) {}
@@ -170,6 +186,13 @@ class Policy {
   // Forget: drop the state of these slots (ascending indices); kept() still
   // holds them and loses them right after this call.
   virtual void Forget(absl::Span<const size_t> slots) = 0;
+  // ChooseVictimsBeforeAdmission: slot indices (ascending) to evict before
+  // this step admits its `count` positions (spec/spans.md#when-room-is-made,
+  // `evict_at` 1 or 2). Called once per step, after Record. Default: none.
+  virtual std::vector<size_t> ChooseVictimsBeforeAdmission(uint32_t /*count*/) {
+    return {};
+  }
+
   // RecordQueries: a prefill step's query rows, after every admission and
   // before ChooseVictims (spec/prefill.md#the-prefill-step). Policies that
   // do not read attention ignore them.
@@ -198,6 +221,20 @@ class Policy {
   absl::Status Validate(const StepInput& input) const;
   // Steps 1 and 2 of spec/harness.md#the-decode-step, after validation.
   void RecordAndAdmit(const StepInput& input);
+  // Step 2 alone; `kept_after` is the kept count after admission as the
+  // query rows were gathered (before any eviction before admission).
+  void AdmitPositions(const StepInput& input, size_t kept_after);
+  // spec/spans.md#the-log: fills step_spans_ and step_held_ from kept_ right
+  // after the step's admissions.
+  void RecordSpans(const StepInput& input);
+
+  SpanRule span_rule_;
+  size_t span_sinks_ = 0;
+  // Positions admitted so far (for the sinks), and the highest sink.
+  uint64_t admitted_count_ = 0;
+  std::optional<Position> last_sink_;
+  std::vector<std::vector<Position>> step_spans_;
+  std::vector<HeldRun> step_held_;
 
   const size_t heads_;
   std::vector<Position> kept_;

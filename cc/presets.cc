@@ -60,9 +60,99 @@ const std::vector<Preset>& Presets() {
        "FasterDecoding/SnapKV snapkv/monkeypatch/snapkv_utils.py, "
        "SnapKVCluster.update_kv (window 64, capacity 256 + 64, kernel 5, "
        "avgpool)"},
+      // spec/spans.md#presets: engines' positional caches.
+      {"window", "hf-dynamic-5.2.0",
+       {{"evict_at", 0}, {"position_ids", 0}, {"spans", 1}},
+       "transformers 5.2.0 cache_utils.py, DynamicSlidingWindowLayer.update; "
+       "masking_utils.py, sliding_window_overlay and chunked_overlay",
+       Preset::Derive::kBudgetIsSpanMinusOne},
+      {"window", "hf-static-5.2.0",
+       {{"evict_at", 0}, {"position_ids", 0}, {"spans", 1}},
+       "transformers 5.2.0 cache_utils.py, StaticSlidingWindowLayer.update; "
+       "masking_utils.py, sliding_window_overlay and chunked_overlay",
+       Preset::Derive::kBudgetIsSpan},
+      {"window", "mlx-lm-0.32.2",
+       {{"evict_at", 2}, {"position_ids", 0}, {"spans", 1}},
+       "mlx-lm 0.32.2 models/cache.py, RotatingKVCache(max_size=budget, "
+       "keep=0): _update_concat, _update_in_place, make_mask",
+       Preset::Derive::kSpanIsBudget},
+      {"streamingllm", "mlx-lm-0.32.2",
+       {{"evict_at", 2}, {"position_ids", 0}, {"spans", 1}},
+       "mlx-lm 0.32.2 models/cache.py, RotatingKVCache(max_size=budget, "
+       "keep=sinks); make_prompt_cache gives keep 4 for --max-kv-size",
+       Preset::Derive::kSpanIsBudgetMinusSinks},
   };
   return *presets;
 }
+
+namespace {
+
+const Parameter* Find(const PolicyConfig& config, absl::string_view name) {
+  for (const Parameter& p : config.parameters) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+void Set(PolicyConfig& config, const std::string& name, int64_t value) {
+  for (Parameter& p : config.parameters) {
+    if (p.name == name) {
+      p.value = value;
+      return;
+    }
+  }
+  config.parameters.push_back({name, value});
+}
+
+// spec/spans.md#presets: the derived parameter of an engine preset.
+absl::Status Derive(const Preset& preset, PolicyConfig& config) {
+  const auto missing = [&](const char* what) {
+    return Refuse(ErrorCategory::kInvalidParameter,
+                  absl::StrFormat("%s: preset %s needs %s", config.name,
+                                  preset.name, what));
+  };
+  switch (preset.derive) {
+    case Preset::Derive::kNothing:
+      return absl::OkStatus();
+    case Preset::Derive::kBudgetIsSpanMinusOne:
+    case Preset::Derive::kBudgetIsSpan: {
+      const Parameter* span = Find(config, "span_window");
+      if (span == nullptr || span->value == 0) span = Find(config, "span_chunk");
+      if (span == nullptr || span->value == 0) {
+        return missing("span_window or span_chunk (the engine's window)");
+      }
+      const int64_t budget =
+          preset.derive == Preset::Derive::kBudgetIsSpanMinusOne
+              ? span->value - 1
+              : span->value;
+      if (budget < 1) {
+        return Refuse(
+            ErrorCategory::kInvalidParameter,
+            absl::StrFormat("%s: preset %s needs a window of at least 2 (it "
+                            "keeps window - 1 positions), got %s %d",
+                            config.name, preset.name, span->name, span->value));
+      }
+      Set(config, "budget", budget);
+      return absl::OkStatus();
+    }
+    case Preset::Derive::kSpanIsBudget:
+    case Preset::Derive::kSpanIsBudgetMinusSinks: {
+      const Parameter* budget = Find(config, "budget");
+      if (budget == nullptr) return missing("budget (the engine's max_size)");
+      int64_t span = budget->value;
+      if (preset.derive == Preset::Derive::kSpanIsBudgetMinusSinks) {
+        const Parameter* sinks = Find(config, "sinks");
+        if (sinks == nullptr) return missing("sinks (the engine's keep)");
+        span -= sinks->value;
+      }
+      Set(config, "span_window", span);
+      return absl::OkStatus();
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<PolicyConfig> ExpandPreset(const PolicyConfig& config,
                                           absl::string_view name) {
@@ -83,6 +173,7 @@ absl::StatusOr<PolicyConfig> ExpandPreset(const PolicyConfig& config,
       }
       if (!replaced) expanded.parameters.push_back(given);
     }
+    KVSPEC_RETURN_IF_ERROR(Derive(preset, expanded));
     return expanded;
   }
   return Refuse(ErrorCategory::kInvalidParameter,

@@ -26,6 +26,16 @@ struct Preset {
   std::vector<Parameter> parameters;
   // The code it follows: repository or package, file, function.
   std::string follows;
+  // spec/spans.md#presets: an engine preset derives one parameter from
+  // another the user gives, as the engine sizes its cache from its window.
+  enum class Derive {
+    kNothing,
+    kBudgetIsSpanMinusOne,   // budget = span_window (or span_chunk) - 1
+    kBudgetIsSpan,           // budget = span_window (or span_chunk)
+    kSpanIsBudget,           // span_window = budget
+    kSpanIsBudgetMinusSinks  // span_window = budget - sinks
+  };
+  Derive derive = Derive::kNothing;
 };
 
 // Every preset, by policy in registry order, then by name.
@@ -33,8 +43,10 @@ const std::vector<Preset>& Presets();
 
 // `config` with the preset `name` of its policy applied: the preset's
 // parameters, each replaced by a parameter of the same name that `config`
-// gives, then `config`'s other parameters in their order. Refuses an
-// unknown preset (INVALID_PARAMETER, naming the policy's presets).
+// gives, then `config`'s other parameters in their order; then an engine
+// preset's derived parameter (spec/spans.md#presets). Refuses an unknown
+// preset, and an engine preset without the parameter it derives from
+// (INVALID_PARAMETER, naming the policy's presets or the parameter).
 absl::StatusOr<PolicyConfig> ExpandPreset(const PolicyConfig& config,
                                           absl::string_view name);
 

@@ -12,8 +12,18 @@ namespace {
 TEST(Presets, EveryExpansionIsAccepted) {
   ASSERT_GE(Presets().size(), 10u);
   for (const Preset& preset : Presets()) {
+    // spec/spans.md#presets: an engine preset is given the parameter it
+    // derives from (a window of 8, or a budget of 8 with 4 sinks).
+    std::vector<Parameter> given;
+    if (preset.derive == Preset::Derive::kBudgetIsSpan ||
+        preset.derive == Preset::Derive::kBudgetIsSpanMinusOne) {
+      given = {{"span_window", 8}};
+    } else if (preset.derive != Preset::Derive::kNothing) {
+      given = {{"budget", 8}, {"sinks", 4}};
+      if (preset.policy != "streamingllm") given.pop_back();
+    }
     absl::StatusOr<PolicyConfig> config =
-        ExpandPreset({preset.policy, {}}, preset.name);
+        ExpandPreset({preset.policy, given}, preset.name);
     ASSERT_TRUE(config.ok()) << config.status();
     EXPECT_TRUE(MakePolicy(*config).ok())
         << preset.policy << ":" << preset.name << " "
@@ -35,6 +45,46 @@ TEST(Presets, GivenParametersOverrideThePreset) {
   EXPECT_EQ(EffectiveParameter(*config, "ratio_ppm"), 250000);
   EXPECT_EQ(EffectiveParameter(*config, "window_reduce"), 1);
   EXPECT_EQ(EffectiveParameter(*config, "pooling"), 1);
+}
+
+// spec/spans.md#presets, each derivation worked by hand.
+TEST(Presets, EnginePresetsDeriveFromTheWindow) {
+  auto expand = [](const char* policy, const char* preset,
+                   std::vector<Parameter> given) {
+    return ExpandPreset({policy, std::move(given)}, preset);
+  };
+  absl::StatusOr<PolicyConfig> dynamic =
+      expand("window", "hf-dynamic-5.2.0", {{"span_window", 4}});
+  ASSERT_TRUE(dynamic.ok()) << dynamic.status();
+  EXPECT_EQ(EffectiveParameter(*dynamic, "budget"), 3);
+  EXPECT_EQ(EffectiveParameter(*dynamic, "spans"), 1);
+  absl::StatusOr<PolicyConfig> chunked =
+      expand("window", "hf-dynamic-5.2.0", {{"span_chunk", 8}});
+  ASSERT_TRUE(chunked.ok());
+  EXPECT_EQ(EffectiveParameter(*chunked, "budget"), 7);
+  absl::StatusOr<PolicyConfig> fixed =
+      expand("window", "hf-static-5.2.0", {{"span_window", 4}});
+  ASSERT_TRUE(fixed.ok());
+  EXPECT_EQ(EffectiveParameter(*fixed, "budget"), 4);
+  absl::StatusOr<PolicyConfig> mlx =
+      expand("window", "mlx-lm-0.32.2", {{"budget", 6}});
+  ASSERT_TRUE(mlx.ok());
+  EXPECT_EQ(EffectiveParameter(*mlx, "span_window"), 6);
+  EXPECT_EQ(EffectiveParameter(*mlx, "evict_at"), 2);
+  absl::StatusOr<PolicyConfig> sinks =
+      expand("streamingllm", "mlx-lm-0.32.2", {{"budget", 6}, {"sinks", 2}});
+  ASSERT_TRUE(sinks.ok());
+  EXPECT_EQ(EffectiveParameter(*sinks, "span_window"), 4);
+  // A window of 1 would keep 0 positions: refused, as transformers' own
+  // layer misbehaves there (it keeps everything).
+  EXPECT_EQ(CategoryOf(expand("window", "hf-dynamic-5.2.0",
+                              {{"span_window", 1}}).status()),
+            ErrorCategory::kInvalidParameter);
+  EXPECT_EQ(CategoryOf(expand("window", "hf-static-5.2.0", {}).status()),
+            ErrorCategory::kInvalidParameter);
+  EXPECT_EQ(CategoryOf(expand("streamingllm", "mlx-lm-0.32.2",
+                              {{"budget", 6}}).status()),
+            ErrorCategory::kInvalidParameter);
 }
 
 TEST(Presets, AnUnknownPresetIsRefusedByName) {

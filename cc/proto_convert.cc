@@ -127,6 +127,16 @@ void FillStep(const StepRecord& record, v1::StepResult* step) {
     ranked->set_score(candidate.score);
   }
   for (const StepRecord& set : record.sets) FillStep(set, step->add_sets());
+  for (const std::vector<Position>& span : record.spans) {
+    v1::QuerySpan* converted = step->add_spans();
+    for (Position p : span) converted->add_ranges(p);
+  }
+  for (const HeldRun& run : record.held) {
+    v1::HeldRun* converted = step->add_held();
+    converted->set_first(run.first);
+    converted->set_last(run.last);
+    converted->set_id(run.id);
+  }
 }
 
 StepRecord RecordOf(const v1::StepResult& step) {
@@ -139,6 +149,12 @@ StepRecord RecordOf(const v1::StepResult& step) {
   }
   for (const v1::StepResult& set : step.sets()) {
     record.sets.push_back(RecordOf(set));
+  }
+  for (const v1::QuerySpan& span : step.spans()) {
+    record.spans.emplace_back(span.ranges().begin(), span.ranges().end());
+  }
+  for (const v1::HeldRun& run : step.held()) {
+    record.held.push_back({run.first(), run.last(), run.id()});
   }
   return record;
 }

@@ -87,11 +87,26 @@ std::string StepJson(const kvspec::v1::StepResult& step) {
         "{\"position\": %d, \"score\": %s, \"bits\": %s}", r.position(),
         Json(ShortestDecimal(r.score())), Json(HexBits(r.score()))));
   }
+  // spec/spans.md#the-log, when the case logs spans.
+  std::vector<std::string> spans, held;
+  for (const kvspec::v1::QuerySpan& span : step.spans()) {
+    spans.push_back("[" + absl::StrJoin(span.ranges(), ", ") + "]");
+  }
+  for (const kvspec::v1::HeldRun& run : step.held()) {
+    held.push_back(absl::StrFormat("{\"first\": %d, \"last\": %d, \"id\": %d}",
+                                   run.first(), run.last(), run.id()));
+  }
+  std::string span_fields;
+  if (!spans.empty() || !held.empty()) {
+    span_fields = absl::StrFormat(", \"spans\": [%s], \"held\": [%s]",
+                                  absl::StrJoin(spans, ", "),
+                                  absl::StrJoin(held, ", "));
+  }
   return absl::StrFormat(
       "{\"victims\": [%s], \"kept_count\": %d, \"query_cache_position\": %d, "
-      "\"cut\": [%s]}",
+      "\"cut\": [%s]%s}",
       absl::StrJoin(victims, ", "), step.kept_count(), step.query_cache_position(),
-      absl::StrJoin(cut, ", "));
+      absl::StrJoin(cut, ", "), span_fields);
 }
 
 // spec/protocol.md: what a porter needs to triage a failing case from the

@@ -98,6 +98,54 @@ int FirstCutDifference(const kvspec::v1::StepResult& a,
   return -1;
 }
 
+// spec/spans.md#the-log: index of the first query whose span differs (or
+// that one side lacks), or -1.
+int FirstSpanDifference(const kvspec::v1::StepResult& a,
+                        const kvspec::v1::StepResult& b) {
+  const int n = std::max(a.spans_size(), b.spans_size());
+  for (int i = 0; i < n; ++i) {
+    if (i >= a.spans_size() || i >= b.spans_size()) return i;
+    const auto& x = a.spans(i).ranges();
+    const auto& y = b.spans(i).ranges();
+    if (!std::equal(x.begin(), x.end(), y.begin(), y.end())) return i;
+  }
+  return -1;
+}
+
+bool SameHeld(const kvspec::v1::StepResult& a,
+              const kvspec::v1::StepResult& b) {
+  if (a.held_size() != b.held_size()) return false;
+  for (int i = 0; i < a.held_size(); ++i) {
+    if (a.held(i).first() != b.held(i).first() ||
+        a.held(i).last() != b.held(i).last() ||
+        a.held(i).id() != b.held(i).id()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string SpanText(const kvspec::v1::QuerySpan& span) {
+  std::vector<std::string> runs;
+  for (int i = 0; i + 1 < span.ranges_size(); i += 2) {
+    runs.push_back(span.ranges(i) == span.ranges(i + 1)
+                       ? absl::StrCat(span.ranges(i))
+                       : absl::StrCat(span.ranges(i), "..", span.ranges(i + 1)));
+  }
+  if (span.ranges_size() % 2 == 1) runs.push_back("(odd)");
+  return "{" + absl::StrJoin(runs, ", ") + "}";
+}
+
+std::string HeldText(const kvspec::v1::StepResult& step) {
+  std::vector<std::string> runs;
+  for (const kvspec::v1::HeldRun& run : step.held()) {
+    runs.push_back(absl::StrFormat("%d..%d as %d..%d", run.first(), run.last(),
+                                   run.id(),
+                                   int64_t{run.id()} + run.last() - run.first()));
+  }
+  return "[" + absl::StrJoin(runs, ", ") + "]";
+}
+
 bool SameStep(const kvspec::v1::StepResult& a, const kvspec::v1::StepResult& b) {
   if (a.sets_size() != b.sets_size()) return false;
   for (int k = 0; k < a.sets_size(); ++k) {
@@ -105,7 +153,8 @@ bool SameStep(const kvspec::v1::StepResult& a, const kvspec::v1::StepResult& b) 
   }
   return a.kept_count() == b.kept_count() &&
          a.query_cache_position() == b.query_cache_position() &&
-         FirstVictimDifference(a, b) < 0 && FirstCutDifference(a, b) < 0;
+         FirstVictimDifference(a, b) < 0 && FirstCutDifference(a, b) < 0 &&
+         FirstSpanDifference(a, b) < 0 && SameHeld(a, b);
 }
 
 std::string CategoryText(const kvspec::v1::EvictionLog& log) {
@@ -233,6 +282,24 @@ Outcome CompareLogs(const kvspec::v1::EvictionLog& expected,
       detail += absl::StrFormat("  expected cut: %s\n  actual cut:   %s\n",
                                 MarkedList(CutItems(d.expected), d.cut_rank, ", "),
                                 MarkedList(CutItems(d.actual), d.cut_rank, ", "));
+    }
+    const int span_index = FirstSpanDifference(d.expected, d.actual);
+    if (span_index >= 0) {
+      const auto span_at = [span_index](const kvspec::v1::StepResult& step) {
+        return span_index < step.spans_size() ? SpanText(step.spans(span_index))
+                                              : std::string("(none)");
+      };
+      detail += absl::StrFormat(
+          "  spans differ first at query %d of the step (spec/spans.md)\n"
+          "  expected span %s (%d spans)\n  actual   span %s (%d spans)\n",
+          span_index, span_at(d.expected), d.expected.spans_size(),
+          span_at(d.actual), d.actual.spans_size());
+    }
+    if (!SameHeld(d.expected, d.actual)) {
+      detail += absl::StrFormat(
+          "  held sets or position ids differ (spec/spans.md)\n"
+          "  expected held %s\n  actual   held %s\n",
+          HeldText(d.expected), HeldText(d.actual));
     }
     detail += "  replay: " + replay;
     if (divergence != nullptr) *divergence = d;

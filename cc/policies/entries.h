@@ -31,6 +31,17 @@ class ParameterValues {
   std::vector<int64_t> values_;
 };
 
+// spec/spans.md#parameters: the span rule of a policy taking the span
+// parameters (SpanParameters in limits.h); `evicts` as there.
+inline SpanRule SpanRuleOf(const ParameterValues& values, bool evicts = true) {
+  SpanRule rule;
+  rule.log = values.Get("spans") == 1;
+  rule.window = static_cast<uint32_t>(values.Get("span_window"));
+  rule.chunk = static_cast<uint32_t>(values.Get("span_chunk"));
+  rule.cache_relative_ids = evicts && values.Get("position_ids") == 1;
+  return rule;
+}
+
 struct PolicyEntry {
   PolicyInfo info;
   // Builds the policy. Checks only the rules relating parameters to each

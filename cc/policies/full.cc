@@ -4,7 +4,9 @@
 // Spec: spec/policies/full.md
 #include <memory>
 
+#include "cc/errors.h"
 #include "cc/policies/entries.h"
+#include "cc/policies/limits.h"
 
 namespace kvspec {
 namespace policies {
@@ -24,9 +26,13 @@ class FullPolicy final : public Policy {
   size_t PolicyStateBytes() const override { return 0; }
 };
 
-absl::StatusOr<std::unique_ptr<Policy>> MakeFull(const ParameterValues&, Rng,
-                                                 size_t heads) {
-  return std::unique_ptr<Policy>(new FullPolicy(heads));
+absl::StatusOr<std::unique_ptr<Policy>> MakeFull(const ParameterValues& values,
+                                                 Rng, size_t heads) {
+  KVSPEC_RETURN_IF_ERROR(CheckSpanRules("full", values.Get("span_window"),
+                                        values.Get("span_chunk"), 0, 0, 0));
+  auto policy = std::make_unique<FullPolicy>(heads);
+  policy->SetSpanRule(SpanRuleOf(values, /*evicts=*/false));
+  return std::unique_ptr<Policy>(std::move(policy));
 }
 
 }  // namespace
@@ -34,7 +40,7 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeFull(const ParameterValues&, Rng,
 const PolicyEntry& FullEntry() {
   static const PolicyEntry* entry = new PolicyEntry{
       {"full", "keeps every position; never evicts", "spec/policies/full.md",
-       {}},
+       SpanParameters(false)},
       &MakeFull};
   return *entry;
 }

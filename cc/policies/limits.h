@@ -4,6 +4,7 @@
 #define KVSPEC_CC_POLICIES_LIMITS_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
@@ -59,6 +60,59 @@ inline absl::Status CheckRecentWindow(const char* policy, int64_t budget,
                 absl::StrFormat("%s: recent_window must be below budget, got "
                                 "recent_window %d, budget %d",
                                 policy, recent_window, budget));
+}
+
+// spec/spans.md#parameters: taken by full, window and streamingllm, listed
+// after their own parameters; `evict_at` and `position_ids` only by the
+// policies that evict (window and streamingllm).
+inline std::vector<ParameterInfo> SpanParameters(bool evicts) {
+  std::vector<ParameterInfo> parameters = {
+      {"spans", 0, 0, 1,
+       "1: each step's record carries its queries' spans and held set"},
+      {"span_window", 0, 0, kMaxBudget,
+       "not 0: a query at q attends only to positions >= q - span_window + 1"},
+      {"span_chunk", 0, 0, kMaxBudget,
+       "not 0: a query at q attends only to its own chunk of span_chunk"}};
+  // full evicts nothing: it has no moment to make room, and its
+  // cache-relative ids are its positions.
+  if (evicts) {
+    parameters.push_back(
+        {"evict_at", 0, 0, 2,
+         "when room is made: 0 after admission, 1 before (room for the "
+         "step), 2 before (down to budget - 1)"});
+    parameters.push_back({"position_ids", 0, 0, 1,
+                          "0 absolute position ids, 1 cache-relative"});
+  }
+  return parameters;
+}
+
+// spec/spans.md#parameters: the rules between the span parameters and the
+// others. `prefill` says whether the policy takes prefill_only and
+// ratio_ppm (their values are then `prefill_only` and `ratio_ppm`).
+inline absl::Status CheckSpanRules(const char* policy, int64_t span_window,
+                                   int64_t span_chunk, int64_t evict_at,
+                                   int64_t prefill_only, int64_t ratio_ppm) {
+  if (span_window > 0 && span_chunk > 0) {
+    return Refuse(ErrorCategory::kInvalidParameter,
+                  absl::StrFormat("%s: span_window and span_chunk cannot both "
+                                  "be set, got span_window %d, span_chunk %d",
+                                  policy, span_window, span_chunk));
+  }
+  if (evict_at > 0 && prefill_only > 0) {
+    return Refuse(ErrorCategory::kInvalidParameter,
+                  absl::StrFormat("%s: evict_at %d needs prefill_only 0 (a "
+                                  "prefill budget evicts after admission), "
+                                  "got prefill_only %d",
+                                  policy, evict_at, prefill_only));
+  }
+  if (evict_at > 0 && ratio_ppm > 0) {
+    return Refuse(ErrorCategory::kInvalidParameter,
+                  absl::StrFormat("%s: evict_at %d needs ratio_ppm 0 (a "
+                                  "prefill budget evicts after admission), "
+                                  "got ratio_ppm %d",
+                                  policy, evict_at, ratio_ppm));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace policies

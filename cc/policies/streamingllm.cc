@@ -12,7 +12,9 @@
 // sink positions, all fall out of the same rule.
 //
 // Spec: spec/policies/streamingllm.md
+#include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "cc/errors.h"
@@ -27,8 +29,13 @@ namespace {
 
 class StreamingLlmPolicy final : public Policy {
  public:
-  StreamingLlmPolicy(StepBudgetRule budget, size_t sinks, size_t heads)
-      : Policy(heads), budget_(budget), sinks_(sinks) {}
+  StreamingLlmPolicy(StepBudgetRule budget, size_t budget_value,
+                     size_t sinks, int64_t evict_at, size_t heads)
+      : Policy(heads),
+        budget_(budget),
+        budget_value_(budget_value),
+        sinks_(sinks),
+        evict_at_(evict_at) {}
   absl::string_view name() const override { return "streamingllm"; }
 
  protected:
@@ -47,6 +54,7 @@ class StreamingLlmPolicy final : public Policy {
   // everything between the sinks and the latest B - sinks.
   std::vector<size_t> ChooseVictims() override {
     std::vector<size_t> victims;
+    if (evict_at_ != 0) return victims;  // room was made before admission
     const size_t kept_count = kept().size();
     const std::optional<size_t> budget = budget_.At(prefill_step(), kept_count);
     const size_t excess = budget.has_value() ? Excess(kept_count, *budget) : 0;
@@ -61,6 +69,25 @@ class StreamingLlmPolicy final : public Policy {
     return victims;
   }
 
+  // spans.md#when-room-is-made: non-sinks by ascending position, never a
+  // sink, until the kept count is at most budget - count (evict_at 1; every
+  // non-sink if the chunk is longer) or budget - 1 (evict_at 2).
+  std::vector<size_t> ChooseVictimsBeforeAdmission(uint32_t count) override {
+    std::vector<size_t> victims;
+    if (evict_at_ == 0) return victims;
+    const size_t room =
+        evict_at_ == 1 ? (count < budget_value_ ? budget_value_ - count : 0)
+                       : budget_value_ - 1;
+    const size_t kept_count = kept().size();
+    if (kept_count <= room) return victims;
+    const size_t non_sinks = kept_count - sinks_kept_;
+    const size_t excess = std::min(kept_count - room, non_sinks);
+    for (size_t slot = sinks_kept_; slot < sinks_kept_ + excess; ++slot) {
+      victims.push_back(slot);
+    }
+    return victims;
+  }
+
   void Forget(absl::Span<const size_t> slots) override {
     size_t sinks_evicted = 0;
     for (size_t slot : slots) sinks_evicted += slot < sinks_kept_ ? 1 : 0;
@@ -70,7 +97,9 @@ class StreamingLlmPolicy final : public Policy {
 
  private:
   const StepBudgetRule budget_;
+  const size_t budget_value_;
   const size_t sinks_;
+  const int64_t evict_at_;
   // Positions admitted so far, and how many of the sinks are still kept.
   uint64_t admitted_ = 0;
   size_t sinks_kept_ = 0;
@@ -92,8 +121,15 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeStreamingLlm(
   }
   KVSPEC_RETURN_IF_ERROR(
       CheckPrefillRules("streamingllm", values, false, false));
-  return std::unique_ptr<Policy>(new StreamingLlmPolicy(
-      StepBudgetRule::Of(values), static_cast<size_t>(sinks), heads));
+  KVSPEC_RETURN_IF_ERROR(CheckSpanRules(
+      "streamingllm", values.Get("span_window"), values.Get("span_chunk"),
+      values.Get("evict_at"), values.Get("prefill_only"),
+      values.Get("ratio_ppm")));
+  auto policy = std::make_unique<StreamingLlmPolicy>(
+      StepBudgetRule::Of(values), static_cast<size_t>(budget),
+      static_cast<size_t>(sinks), values.Get("evict_at"), heads);
+  policy->SetSpanRule(SpanRuleOf(values), static_cast<size_t>(sinks));
+  return std::unique_ptr<Policy>(std::move(policy));
 }
 
 }  // namespace
@@ -103,10 +139,17 @@ const PolicyEntry& StreamingLlmEntry() {
       {"streamingllm",
        "keeps the first `sinks` positions and the latest budget - sinks",
        "spec/policies/streamingllm.md",
-       {BudgetParameter(),
-        {"sinks", 4, 0, kMaxBudget - 1,
-         "attention-sink positions kept for good: the first `sinks` admitted"},
-        PrefillOnlyParameter(), RatioParameter()}},
+       [] {
+         std::vector<ParameterInfo> parameters = {
+             BudgetParameter(),
+             {"sinks", 4, 0, kMaxBudget - 1,
+              "attention-sink positions kept for good: the first `sinks` "
+              "admitted"},
+             PrefillOnlyParameter(), RatioParameter()};
+         // spans.md#parameters, after the card's own.
+         for (ParameterInfo& p : SpanParameters(true)) parameters.push_back(p);
+         return parameters;
+       }()},
       &MakeStreamingLlm};
   return *entry;
 }

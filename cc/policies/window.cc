@@ -3,7 +3,9 @@
 //
 // Spec: spec/policies/window.md
 #include <memory>
+#include <vector>
 
+#include "cc/errors.h"
 #include "cc/policies/entries.h"
 #include "cc/policies/limits.h"
 
@@ -13,7 +15,8 @@ namespace {
 
 class WindowPolicy final : public Policy {
  public:
-  WindowPolicy(size_t budget, size_t heads) : Policy(heads), budget_(budget) {}
+  WindowPolicy(size_t budget, int64_t evict_at, size_t heads)
+      : Policy(heads), budget_(budget), evict_at_(evict_at) {}
   absl::string_view name() const override { return "window"; }
 
  protected:
@@ -24,7 +27,22 @@ class WindowPolicy final : public Policy {
   // many as the kept set exceeds the budget.
   std::vector<size_t> ChooseVictims() override {
     std::vector<size_t> victims;
+    if (evict_at_ != 0) return victims;  // room was made before admission
     for (size_t slot = 0; slot + budget_ < kept().size(); ++slot) {
+      victims.push_back(slot);
+    }
+    return victims;
+  }
+
+  // spans.md#when-room-is-made: the oldest go until the kept count is at
+  // most budget - count (evict_at 1, all of them if the chunk is longer) or
+  // budget - 1 (evict_at 2).
+  std::vector<size_t> ChooseVictimsBeforeAdmission(uint32_t count) override {
+    std::vector<size_t> victims;
+    if (evict_at_ == 0) return victims;
+    const size_t room = evict_at_ == 1 ? (count < budget_ ? budget_ - count : 0)
+                                       : budget_ - 1;
+    for (size_t slot = 0; slot + room < kept().size(); ++slot) {
       victims.push_back(slot);
     }
     return victims;
@@ -35,12 +53,19 @@ class WindowPolicy final : public Policy {
 
  private:
   const size_t budget_;
+  const int64_t evict_at_;
 };
 
 absl::StatusOr<std::unique_ptr<Policy>> MakeWindow(
     const ParameterValues& values, Rng, size_t heads) {
-  return std::unique_ptr<Policy>(
-      new WindowPolicy(static_cast<size_t>(values.Get("budget")), heads));
+  KVSPEC_RETURN_IF_ERROR(CheckSpanRules("window", values.Get("span_window"),
+                                        values.Get("span_chunk"),
+                                        values.Get("evict_at"), 0, 0));
+  auto policy = std::make_unique<WindowPolicy>(
+      static_cast<size_t>(values.Get("budget")), values.Get("evict_at"),
+      heads);
+  policy->SetSpanRule(SpanRuleOf(values));
+  return std::unique_ptr<Policy>(std::move(policy));
 }
 
 }  // namespace
@@ -50,7 +75,11 @@ const PolicyEntry& WindowEntry() {
       {"window",
        "keeps the latest `budget` positions; evicts the oldest",
        "spec/policies/window.md",
-       {BudgetParameter()}},
+       [] {
+         std::vector<ParameterInfo> parameters = {BudgetParameter()};
+         for (ParameterInfo& p : SpanParameters(true)) parameters.push_back(p);
+         return parameters;
+       }()},
       &MakeWindow};
   return *entry;
 }

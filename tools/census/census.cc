@@ -12,6 +12,7 @@
 #include "cc/proto_convert.h"
 #include "cc/presets.h"
 #include "cc/registry.h"
+#include "cc/spans.h"
 #include "cc/text.h"
 #include "cc/trace.h"
 #include "cc/version.h"
@@ -92,6 +93,42 @@ bool DiffersWith(const CaseContext& c, const PolicyConfig& config) {
 
 bool DiffersWith(const CaseContext& c, const Scenario& scenario) {
   return !SameVictims(c.expected, RunScenario(c.config, scenario));
+}
+
+// The whole log, spans and held sets included (spec/spans.md#the-log).
+bool SameLog(const RunResult& a, const RunResult& b) {
+  return CategoryOf(a.refusal) == CategoryOf(b.refusal) && a.steps == b.steps;
+}
+
+bool LogDiffersWith(const CaseContext& c, const PolicyConfig& config) {
+  return !SameLog(c.expected, RunScenario(config, c.scenario));
+}
+
+bool LogDiffersWith(const CaseContext& c, const Scenario& scenario) {
+  return !SameLog(c.expected, RunScenario(c.config, scenario));
+}
+
+// spec/spans.md#span-rules, "sinks are in every span": the spans the held
+// sets give when the sinks obey the span rule like any other position.
+bool SpansWithoutSinksDiffer(const CaseContext& c) {
+  SpanRule rule;
+  rule.window = static_cast<uint32_t>(EffectiveParameter(c.config, "span_window", 0));
+  rule.chunk = static_cast<uint32_t>(EffectiveParameter(c.config, "span_chunk", 0));
+  for (const StepRecord& step : c.expected.steps) {
+    std::vector<Position> held;
+    for (const HeldRun& run : step.held) {
+      for (uint64_t p = run.first; p <= run.last; ++p) {
+        held.push_back(static_cast<Position>(p));
+      }
+    }
+    const Position first = held.empty() ? 0 : held.back() + 1 - step.spans.size();
+    for (size_t q = 0; q < step.spans.size(); ++q) {
+      if (SpanOf(rule, held, first + static_cast<Position>(q)) != step.spans[q]) {
+        return true;
+      }
+    }
+  }
+  return false;
 }
 
 // Whether another value of `name` (a parameter of spec/heads.md#parameters)
@@ -316,7 +353,9 @@ std::set<std::string> DecidedDefaults(const CaseContext& c) {
     for (int64_t value : NearbyValues(*p->default_value)) {
       if (value < p->min || value > p->max || value == *p->default_value) continue;
       const PolicyConfig other = WithParameter(c.config, p->name, value);
-      if (Accepted(other) && DiffersWith(c, other)) {
+      // The whole log: a span parameter's default shows in the spans and
+      // held sets only (spec/spans.md#the-log).
+      if (Accepted(other) && LogDiffersWith(c, other)) {
         decided = true;
         break;
       }
@@ -819,6 +858,104 @@ bool Decides(const std::string& flag, const CaseContext& c,
               std::min<size_t>(c.expected.steps[i].query_cache_position, budget)) {
         return true;
       }
+    }
+    return false;
+  }
+  // spec/spans.md: the span rules, eviction before admission and position
+  // ids, each decided by another value of its parameter changing the log.
+  if (flag == "spans.window" || flag == "spans.chunk") {
+    const std::string name = flag == "spans.window" ? "span_window" : "span_chunk";
+    const int64_t value = EffectiveParameter(c.config, name, 0);
+    if (!c.expected.refusal.ok() || value == 0) return false;
+    for (int64_t other : {value - 1, value + 1, int64_t{0}}) {
+      const PolicyConfig config = WithParameter(c.config, name, other);
+      if (Accepted(config) && LogDiffersWith(c, config)) return true;
+    }
+    return false;
+  }
+  if (flag == "spans.evict-before-room" || flag == "spans.evict-before-one") {
+    const int64_t value = flag == "spans.evict-before-room" ? 1 : 2;
+    if (!c.expected.refusal.ok() ||
+        EffectiveParameter(c.config, "evict_at", 0) != value) {
+      return false;
+    }
+    for (int64_t other : {int64_t{0}, 3 - value}) {
+      if (!LogDiffersWith(c, WithParameter(c.config, "evict_at", other))) return false;
+    }
+    return true;
+  }
+  if (flag == "spans.ids-cache-relative") {
+    return c.expected.refusal.ok() &&
+           EffectiveParameter(c.config, "position_ids", 0) == 1 &&
+           LogDiffersWith(c, WithParameter(c.config, "position_ids", 0));
+  }
+  if (flag == "spans.sinks-in-span") {
+    return c.expected.refusal.ok() && SpansWithoutSinksDiffer(c);
+  }
+  if (flag == "engine.chunk-longer-than-window") {
+    // A chunk longer than the rule's window (span_window or span_chunk)
+    // whose first query sees a position admitted before the chunk: a ring
+    // of the window's size written in place has lost it.
+    const int64_t window = std::max(EffectiveParameter(c.config, "span_window", 0),
+                                    EffectiveParameter(c.config, "span_chunk", 0));
+    const std::vector<uint64_t> first = FirstPositions(c.scenario);
+    for (size_t i = 0; explicit_steps && window > 0 && i < c.expected.steps.size(); ++i) {
+      const StepRecord& step = c.expected.steps[i];
+      if (c.scenario.steps[i].admit > window && first[i] > 0 && !step.spans.empty() &&
+          !step.spans[0].empty() && step.spans[0][0] < first[i]) {
+        return true;
+      }
+    }
+    return false;
+  }
+  if (flag == "engine.chunk-ends-on-wrap") {
+    // A chunk (admit > 1) after which the cache holds exactly its budget
+    // (a ring is full), and a later step that evicts.
+    const int64_t budget = EffectiveParameter(c.config, "budget", 0);
+    bool filled = false;
+    for (size_t i = 0; explicit_steps && i < c.expected.steps.size(); ++i) {
+      if (filled && !c.expected.steps[i].victims.empty()) return true;
+      filled = filled || (c.scenario.steps[i].admit > 1 &&
+                          c.expected.steps[i].kept_count == budget);
+    }
+    return false;
+  }
+  if (flag == "engine.short-prefill-then-wrap") {
+    const int64_t budget = EffectiveParameter(c.config, "budget", 0);
+    if (!explicit_steps || c.scenario.steps.empty() ||
+        c.scenario.steps[0].admit >= budget) {
+      return false;
+    }
+    for (size_t i = 1; i < c.expected.steps.size(); ++i) {
+      if (c.scenario.steps[i].admit != 1) return false;
+      if (!c.expected.steps[i].victims.empty()) return true;
+    }
+    return false;
+  }
+  if (flag == "engine.continuation-chunk") {
+    // A chunk right after a decode step, once something was evicted.
+    bool evicted = false;
+    for (size_t i = 0; explicit_steps && i < c.expected.steps.size(); ++i) {
+      if (i > 0 && evicted && c.scenario.steps[i].admit > 1 &&
+          c.scenario.steps[i - 1].admit == 1) {
+        return true;
+      }
+      evicted = evicted || !c.expected.steps[i].victims.empty();
+    }
+    return false;
+  }
+  if (flag == "engine.short-last-chunk") {
+    // Counterfactual: the last chunk of the prompt (the last step with
+    // admit > 1) padded to the length of the chunk before it.
+    if (!explicit_steps || !c.expected.refusal.ok()) return false;
+    for (size_t i = c.scenario.steps.size(); i-- > 1;) {
+      const uint32_t admit = c.scenario.steps[i].admit;
+      const uint32_t before = c.scenario.steps[i - 1].admit;
+      if (admit <= 1) continue;
+      if (admit >= before) return false;
+      Scenario padded = c.scenario;
+      padded.steps[i].admit = before;
+      return LogDiffersWith(c, padded);
     }
     return false;
   }

@@ -140,6 +140,12 @@ int64_t ParameterValue(Draw& d, const ParameterInfo& p, const Plan& plan) {
     return d.Pick<int64_t>({0, 1, 100000, 250000, 333333, 500000, 666667, 750000,
                             999999, static_cast<int64_t>(d.U(1000000))});
   }
+  // spec/spans.md: windows and chunks at and around the budget and the
+  // chunk lengths, often none.
+  if (n == "span_window" || n == "span_chunk") {
+    return d.Pick<int64_t>({0, 0, 0, 1, 2, 3, b - 1, b, b + 1,
+                            static_cast<int64_t>(d.U(2 * b + 2))});
+  }
   // prefill_only, normalize, protect_newest, window_budget, pooling,
   // window_reduce, and any later 0/1 switch: anywhere in range.
   const int64_t span = std::min<int64_t>(p.max - p.min, 1000);
@@ -186,6 +192,17 @@ void KeepRelations(Draw& d, const PolicyInfo& info, PolicyConfig& config) {
   }
   if (Value(info, config, "adaptive").value_or(0) == 1) {
     for (const char* name : {"prefill_only", "ratio_ppm", "window_budget"}) {
+      if (Value(info, config, name).value_or(0) != 0) Set(config, name, 0);
+    }
+  }
+  // spec/spans.md#parameters: one span rule at most; eviction before
+  // admission only without the prefill budgets.
+  if (Value(info, config, "span_window").value_or(0) > 0 &&
+      Value(info, config, "span_chunk").value_or(0) > 0) {
+    Set(config, d.P(50) ? "span_window" : "span_chunk", 0);
+  }
+  if (Value(info, config, "evict_at").value_or(0) > 0) {
+    for (const char* name : {"prefill_only", "ratio_ppm"}) {
       if (Value(info, config, name).value_or(0) != 0) Set(config, name, 0);
     }
   }

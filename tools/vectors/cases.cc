@@ -1,5 +1,6 @@
 #include "tools/vectors/cases.h"
 
+#include <cassert>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -758,14 +759,19 @@ void AddAuditCases(SuiteBuilder& b) {
         for (const ParameterInfo& p : info.parameters) {
           // The head parameters (spec 0.5.0) appear only in their own
           // bounds cases, so the cases of spec 0.4.0 keep their bytes.
-          // Likewise the prefill parameters (spec 0.6.0).
+          // Likewise the prefill parameters (spec 0.6.0) and the span
+          // parameters (spec 0.8.0).
           const bool head_parameter =
               p.name == "granularity" || p.name == "aggregation" ||
               p.name == "adaptive" || p.name == "safeguard_permille" ||
               p.name == "prefill_only" || p.name == "ratio_ppm" ||
               p.name == "normalize" || p.name == "protect_newest" ||
               p.name == "window_reduce" || p.name == "pooling" ||
-              p.name == "window_budget";
+              p.name == "window_budget" ||
+              // and the span parameters (spec 0.8.0).
+              p.name == "spans" || p.name == "span_window" ||
+              p.name == "span_chunk" || p.name == "evict_at" ||
+              p.name == "position_ids";
           if (head_parameter && p.name != parameter.name) continue;
           int64_t value = p.name == "budget"        ? 4
                           : p.name == "obs_window"  ? 2
@@ -1846,6 +1852,205 @@ void AddSearchCases(SuiteBuilder& b) {
          "search-trace-heads-one-position");
 }
 
+// Spec 0.8.0: spans and position ids (spec/spans.md), the engines' presets
+// and a vector for each bug class engines have shipped in positional caches
+// under chunked prefill (issue 20): each case is flagged with the rule it
+// exists for and the engine.* class it reproduces.
+PolicyConfig EnginePreset(const char* policy, const char* preset,
+                          std::vector<Parameter> given) {
+  absl::StatusOr<PolicyConfig> config =
+      ExpandPreset({policy, std::move(given)}, preset);
+  assert(config.ok());
+  return *config;
+}
+
+void AddSpanCases(SuiteBuilder& b) {
+  // The bug classes, each a chunking of a cache of window (or max_size) 4.
+  const struct {
+    const char* name;       // scenario id suffix and case id part
+    std::vector<uint32_t> chunks;
+    const char* flag;       // engine.* class
+    const char* what;       // what an engine gets wrong here
+  } classes[] = {
+      {"chunk-longer-than-window", {2, 1, 6, 1}, "engine.chunk-longer-than-window",
+       "a chunk of 6 after 3 positions: its first queries need keys admitted "
+       "before the chunk, which a ring of the window's size has overwritten "
+       "(pytorch/executorch#20346), and no query may see more than the "
+       "window (pytorch/executorch#21857)"},
+      {"chunk-ends-on-wrap", {2, 2, 1}, "engine.chunk-ends-on-wrap",
+       "a chunk that ends exactly when the ring is full, then a decode step "
+       "(the read/write start after a wrap, huggingface/transformers#47708)"},
+      {"short-prefill-then-wrap", {2, 1, 1, 1, 1, 1, 1},
+       "engine.short-prefill-then-wrap",
+       "a prefill shorter than the window, then decode steps across the wrap "
+       "(huggingface/transformers#47708)"},
+      {"continuation-chunk", {3, 1, 1, 1, 1, 5, 1}, "engine.continuation-chunk",
+       "a chunk after decoding has begun, into a cache that has wrapped "
+       "(lablup/mlxcel#678, #418; sgl-project/sglang#8649)"},
+      {"short-last-chunk", {4, 4, 2, 1}, "engine.short-last-chunk",
+       "a prompt of 10 in chunks of 4: the last chunk holds 2 real "
+       "positions; padding it to 4 would evict real ones "
+       "(cactus-compute/cactus#716)"},
+      {"first-chunk-longer-than-window", {7, 2, 1}, nullptr,
+       "a first chunk of 7, longer than the window, then a chunk and a "
+       "decode step"},
+  };
+  for (const auto& c : classes) {
+    b.Add(Chunks(std::string("span-") + c.name, c.chunks));
+  }
+  // A cache of 6 (the sinks' preset) is full after chunks of 2 and 4.
+  b.Add(Chunks("span-chunk-ends-on-wrap-6", {2, 4, 1}));
+  const struct {
+    const char* id;  // case id prefix
+    PolicyConfig config;
+    std::vector<std::string> flags;
+    const char* rule;
+  } engines[] = {
+      {"window/spans/hf-dynamic-5.2.0",
+       EnginePreset("window", "hf-dynamic-5.2.0", {{"span_window", 4}}),
+       {"spans.window"},
+       "transformers 5.2.0's dynamic sliding layer: keeps W - 1 = 3 between "
+       "steps, each query sees q - 3 .. q"},
+      {"window/spans/hf-static-5.2.0",
+       EnginePreset("window", "hf-static-5.2.0", {{"span_window", 4}}),
+       {"spans.window"},
+       "transformers 5.2.0's static sliding layer: keeps W = 4, each query "
+       "sees q - 3 .. q"},
+      {"window/spans/hf-dynamic-5.2.0-chunked",
+       EnginePreset("window", "hf-dynamic-5.2.0", {{"span_chunk", 4}}),
+       {"spans.chunk"},
+       "chunked local attention of 4 (Llama 4) on transformers' dynamic "
+       "layer: keeps 3, each query sees its own chunk of 4"},
+      {"window/spans/mlx-lm-0.32.2",
+       EnginePreset("window", "mlx-lm-0.32.2", {{"budget", 4}}),
+       {"spans.window", "spans.evict-before-one"},
+       "mlx-lm 0.32.2's RotatingKVCache(4, keep=0): down to 3 before each "
+       "step, each query sees q - 3 .. q"},
+      {"streamingllm/spans/mlx-lm-0.32.2",
+       EnginePreset("streamingllm", "mlx-lm-0.32.2",
+                    {{"budget", 6}, {"sinks", 2}}),
+       {"spans.sinks-in-span", "spans.evict-before-one"},
+       "mlx-lm 0.32.2's RotatingKVCache(6, keep=2): down to 5 before each "
+       "step, keeping sinks 0 and 1; each query sees the sinks and q - 3 .. q"},
+  };
+  for (const auto& e : engines) {
+    for (const auto& c : classes) {
+      std::vector<std::string> flags;
+      // spans.md#when-room-is-made: the two rules before admission agree
+      // unless a chunk after the first is longer than the room rule 1
+      // leaves, so these classes do not tell them apart.
+      const bool decode_only = std::string(c.name) == "short-prefill-then-wrap" ||
+                               std::string(c.name) == "chunk-ends-on-wrap";
+      for (const std::string& flag : e.flags) {
+        if (decode_only && flag.rfind("spans.evict-before", 0) == 0) continue;
+        flags.push_back(flag);
+      }
+      if (c.flag != nullptr) flags.push_back(c.flag);
+      std::string scenario = std::string("span-") + c.name;
+      if (scenario == "span-chunk-ends-on-wrap" &&
+          e.config.name == "streamingllm") {
+        scenario = "span-chunk-ends-on-wrap-6";
+      }
+      b.Case(std::string(e.id) + "/" + c.name, flags,
+             std::string(e.rule) + "; " + c.what, e.config, scenario);
+    }
+  }
+
+  // spec/spans.md's worked examples.
+  b.Add(Chunks("span-chunks-2-5-1", {2, 5, 1}));
+  b.Add(Chunks("span-chunks-4-3-1", {4, 3, 1}));
+  b.Case("window/spans/worked-example", {"spans.window", "defaults.decides"},
+         "spans.md#span-rules: budget 3, span_window 4, chunks 2, 5, 1: query "
+         "4 sees 1..4, query 6 sees 3..6, query 7 sees 4..7",
+         P("window", {{"budget", 3}, {"span_window", 4}, {"spans", 1}}),
+         "span-chunks-2-5-1");
+  for (int64_t evict_at : {0, 1, 2}) {
+    std::vector<std::string> flags = {"defaults.decides"};
+    if (evict_at == 1) flags = {"spans.evict-before-room", "sinks.protected"};
+    if (evict_at == 2) flags = {"spans.evict-before-one", "sinks.protected"};
+    b.Case("streamingllm/spans/evict-at-" + std::to_string(evict_at), flags,
+           "spans.md#when-room-is-made: budget 6, sinks 2, chunks 4, 3, 1 "
+           "with evict_at " + std::to_string(evict_at),
+           P("streamingllm", {{"budget", 6},
+                              {"sinks", 2},
+                              {"evict_at", evict_at},
+                              {"spans", 1}}),
+           "span-chunks-4-3-1");
+  }
+  // StreamingLLM's official code: room for the step (evict_for_space) and
+  // keys re-rotated by their place in the cache (pos_shift).
+  b.Case("streamingllm/spans/official-room-and-cache-ids",
+         {"spans.ids-cache-relative"},
+         "budget 5, sinks 2, evict_at 1, position_ids 1, single steps: at "
+         "step 6 the held set is 0, 1, 4, 5, 6 with ids 0..4",
+         P("streamingllm", {{"budget", 5},
+                            {"sinks", 2},
+                            {"evict_at", 1},
+                            {"position_ids", 1},
+                            {"spans", 1}}),
+         "singles-7");
+  b.Case("streamingllm/spans/official-continuation-chunk",
+         {"spans.evict-before-room", "spans.ids-cache-relative",
+          "engine.continuation-chunk"},
+         "budget 5, sinks 2, evict_at 1, position_ids 1: a chunk of 5 after "
+         "decoding takes every non-sink (4, 5, 6) before admission and stays "
+         "whole (7 kept), with ids 0..6",
+         P("streamingllm", {{"budget", 5},
+                            {"sinks", 2},
+                            {"evict_at", 1},
+                            {"position_ids", 1},
+                            {"spans", 1}}),
+         "span-continuation-chunk");
+  b.Case("streamingllm/spans/cache-ids-after-admission",
+         {"spans.ids-cache-relative", "cache-relative"},
+         "budget 5, sinks 2, evicting after admission, position_ids 1: the "
+         "first query's id is query_cache_position",
+         P("streamingllm",
+           {{"budget", 5}, {"sinks", 2}, {"position_ids", 1}, {"spans", 1}}),
+         "span-continuation-chunk");
+  // A cache that keeps everything under a sliding-window mask
+  // (transformers' DynamicCache built without a config).
+  b.Case("full/spans/sliding-window-over-full-cache", {"spans.window"},
+         "full with span_window 3: nothing is evicted, each query sees q - 2 "
+         ".. q",
+         P("full", {{"span_window", 3}, {"spans", 1}}),
+         "span-chunk-longer-than-window");
+  b.Case("full/spans/chunked-over-full-cache", {"spans.chunk"},
+         "full with span_chunk 3: each query sees its own chunk of 3",
+         P("full", {{"span_chunk", 3}, {"spans", 1}}),
+         "span-short-last-chunk");
+  b.Case("full/spans/spans-off", {"defaults.decides"},
+         "full with span_window 3 and spans at its default 0: nothing is "
+         "logged beyond the victims",
+         P("full", {{"span_window", 3}}), "span-chunks-2-5-1");
+  b.Case("window/spans/causal", {"defaults.decides"},
+         "window budget 3, spans 1, no span rule: each query sees every held "
+         "position up to itself",
+         P("window", {{"budget", 3}, {"spans", 1}}), "span-chunks-2-5-1");
+  b.Case("full/spans/causal", {"defaults.decides"},
+         "full, spans 1, no span rule: each query sees 0 .. q",
+         P("full", {{"spans", 1}}), "span-chunks-2-5-1");
+  // Refusals of spec/spans.md#parameters.
+  b.Case("window/refusal/span-window-and-span-chunk",
+         {"refusal.invalid-parameter"}, "span_window and span_chunk both set",
+         P("window", {{"budget", 4}, {"span_window", 4}, {"span_chunk", 4}}),
+         "one-step");
+  b.Case("streamingllm/refusal/evict-at-with-prefill-only",
+         {"refusal.invalid-parameter"}, "evict_at 1 with prefill_only 1",
+         P("streamingllm", {{"budget", 6}, {"sinks", 2}, {"evict_at", 1},
+                            {"prefill_only", 1}}),
+         "one-step");
+  b.Case("streamingllm/refusal/evict-at-with-ratio",
+         {"refusal.invalid-parameter"}, "evict_at 2 with ratio_ppm 500000",
+         P("streamingllm", {{"budget", 6}, {"sinks", 2}, {"evict_at", 2},
+                            {"ratio_ppm", 500000}}),
+         "one-step");
+  b.Case("full/refusal/evict-at", {"refusal.invalid-parameter"},
+         "full takes no evict_at", P("full", {{"evict_at", 1}}), "one-step");
+  b.Case("h2o/refusal/spans", {"refusal.invalid-parameter"},
+         "h2o takes no span parameters", P("h2o", {{"spans", 1}}), "one-step");
+}
+
 }  // namespace
 
 TraceConfig CanonicalTrace(uint32_t steps) {
@@ -1866,6 +2071,7 @@ Suite BuildSuite() {
   AddPrefillScenarios(builder);
   AddPrefillCases(builder);
   AddSearchCases(builder);
+  AddSpanCases(builder);
   return builder.Build();
 }
 

@@ -28,6 +28,11 @@ const std::vector<FeatureInfo>& Features() {
       {"prefill", "0.6.0", "prefill.md",
        "query rows (Step.queries) and prefill steps, prefill_only, ratio_ppm "
        "and each policy's prefill parameters"},
+      {"spans", "0.8.0", "spans.md",
+       "spans and position ids of full, window and streamingllm: span rules "
+       "(span_window, span_chunk), eviction before admission (evict_at), "
+       "position_ids, and the per-step spans and held set (StepResult.spans, "
+       "held)"},
   };
   return *features;
 }
@@ -59,6 +64,11 @@ const std::vector<ParameterInfo>& Parameters() {
       {"window_budget", "prefill", "0.6.0"},
       {"pooling", "prefill", "0.6.0"},
       {"window_reduce", "prefill", "0.6.0"},
+      {"spans", "spans", "0.8.0"},
+      {"span_window", "spans", "0.8.0"},
+      {"span_chunk", "spans", "0.8.0"},
+      {"evict_at", "spans", "0.8.0"},
+      {"position_ids", "spans", "0.8.0"},
   };
   return *parameters;
 }
