@@ -3,11 +3,12 @@
 Written from spec/ alone: harness (spec/harness.md), arithmetic
 (spec/arithmetic.md), Rng (spec/rng.md), trace generator (spec/trace.md),
 policies (spec/policies/*.md), heads (spec/heads.md), prefill
-(spec/prefill.md) and the conformance testee (spec/protocol.md).
+(spec/prefill.md), spans and position ids (spec/spans.md) and the
+conformance testee (spec/protocol.md).
 """
 
-SPEC_VERSION = "0.7.0"
+SPEC_VERSION = "0.8.0"
 # The features this port implements: all of spec/features.md#the-list.
-FEATURES = ("decode", "trace", "heads", "trace-heads", "adaptive", "prefill")
+FEATURES = ("decode", "trace", "heads", "trace-heads", "adaptive", "prefill", "spans")
 PROTOCOL_VERSION = 1
 PORT_VERSION = "0.1.0"

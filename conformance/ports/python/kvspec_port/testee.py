@@ -63,6 +63,15 @@ def _fill_step(sr, s, want_cut: bool) -> None:
             rp = sr.cut.add()
             rp.position = pos
             rp.score = score
+    # spec/spans.md#the-log: with `spans` 1 only.
+    if s.spans is not None:
+        for ranges in s.spans:
+            sr.spans.add().ranges.extend(ranges)
+        for first, last, pid in s.held:
+            run = sr.held.add()
+            run.first = first
+            run.last = last
+            run.id = pid
     # More than one kept set: one record per set, in set order
     # (spec/heads.md#the-eviction-log).
     for sub in s.sets:

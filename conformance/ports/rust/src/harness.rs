@@ -6,6 +6,7 @@
 use crate::error::{Category, Refusal, Result};
 use crate::heads::{combine, floor_of, sets_of, shared_victim_counts, Aggregation, HeadCounts, Pair};
 use crate::policies::{self, rank, Policy, QueryRows, Selection};
+use crate::spans::{held_runs, query_spans, HeldRun};
 use crate::trace::{TraceGenerator, TraceParams};
 
 /// The highest position (spec/harness.md#positions).
@@ -24,6 +25,12 @@ pub struct StepRecord {
     /// With more than one kept set: one record per set, in set order, and
     /// the fields above empty (spec/heads.md#the-eviction-log).
     pub sets: Vec<StepRecord>,
+    /// With `spans` 1 (spec/spans.md#the-log): each query's span, in
+    /// ascending query position, as `first, last` pairs of its maximal
+    /// runs. Empty otherwise.
+    pub spans: Vec<Vec<u32>>,
+    /// With `spans` 1: the held set's maximal runs with their position ids.
+    pub held: Vec<HeldRun>,
 }
 
 /// A refusal and where it happened: `step` is -1 for the configuration.
@@ -142,16 +149,51 @@ impl KeptSet {
         }
     }
 
+    /// Start a step admitting `count` positions: its record, with
+    /// `query_cache_position` the number kept when the step starts; then,
+    /// with `evict_at` above 0, make room before admission
+    /// (spec/spans.md#when-room-is-made), the victims chosen by the
+    /// policy's own rule among the positions kept and never a sink.
+    fn begin_step(&mut self, count: u64) -> StepRecord {
+        let mut record = StepRecord { query_cache_position: self.kept.len() as u32, ..Default::default() };
+        let policy = &self.states[0];
+        if let Some(budget) = policy.budget() {
+            let k = policy.span_options().evict_before(budget, self.kept.len(), count, policy.sinks_kept());
+            if k > 0 {
+                let sel = self.states[0].choose_victims(&self.kept, k);
+                self.remove(sel, k, &mut record);
+            }
+        }
+        record
+    }
+
+    /// Admit `first .. first + count - 1` and, with `spans` 1, log the
+    /// step's held set (what is kept now, before any eviction after
+    /// admission) and each query's span (spec/spans.md#the-log).
+    fn admit_step(&mut self, first: u64, count: u64, record: &mut StepRecord) {
+        self.admit(first, count);
+        let options = self.states[0].span_options();
+        if options.log {
+            let runs = held_runs(&self.kept, options.cache_relative);
+            let sinks = self.states[0].sinks_kept();
+            let last_sink = sinks.checked_sub(1).map(|i| self.kept[i]);
+            record.spans = query_spans(&runs, first, count, options, last_sink);
+            record.held = runs;
+        }
+    }
+
     /// Evict down to the step budget (spec/harness.md#victims,
     /// spec/prefill.md#when-a-policy-evicts): a set keeping `n` (of which
     /// the policy counts `counted`) with step budget `B < counted` loses
     /// `counted - B`. Score-based policies rank the heads' combined scores
     /// (spec/heads.md#combining-heads-at-ranking-time), at a prefill step
-    /// those of the policy's prefill rule.
-    fn evict(&mut self, query_cache_position: u32, prefill: bool) -> StepRecord {
-        let mut record = StepRecord { query_cache_position, ..Default::default() };
+    /// those of the policy's prefill rule. With `evict_at` above 0 nothing
+    /// goes after admission (spec/spans.md#when-room-is-made). `record` is
+    /// the step's so far ([`KeptSet::begin_step`]).
+    fn evict(&mut self, mut record: StepRecord, prefill: bool) -> StepRecord {
         let n = self.kept.len();
-        if let Some(budget) = self.states[0].step_budget(n, prefill) {
+        let budget = self.states[0].step_budget(n, prefill).filter(|_| self.states[0].span_options().evicts_after());
+        if let Some(budget) = budget {
             let counted = self.states[0].counted(n, prefill) as u64;
             if counted > budget {
                 let k = (counted - budget) as usize;
@@ -189,8 +231,11 @@ impl KeptSet {
 
     /// Remove the `k` victims of `sel` from the set and every head's state,
     /// logging them ascending and the cut in `record`.
+    /// A step evicts before or after admission, never both, so the victims
+    /// stay ascending.
     fn remove(&mut self, sel: Selection, k: usize, record: &mut StepRecord) {
         assert_eq!(sel.victims.len(), k, "{} chose the wrong number of victims", self.states[0].name());
+        debug_assert!(record.victims.is_empty());
         record.cut = sel.cut.iter().map(|&(slot, s)| (self.kept[slot], s)).collect();
         let mut evicted = vec![false; self.kept.len()];
         for &slot in &sel.victims {
@@ -259,16 +304,16 @@ impl Engine {
             }
             check_weights(a)?;
         }
-        let query_cache_position = self.set.kept.len() as u32;
         // 1. Record.
         if let Some(a) = attention {
             self.set.record_gathered(a);
         }
-        // 2. Admit.
-        self.set.admit(first, count);
+        // 2. Admit, making room first with `evict_at` above 0.
+        let mut record = self.set.begin_step(count);
+        self.set.admit_step(first, count, &mut record);
         self.next = first + count;
         // 3. Evict.
-        Ok(self.set.evict(query_cache_position, false))
+        Ok(self.set.evict(record, false))
     }
 }
 
@@ -351,13 +396,13 @@ impl Layer {
         let last = first + count - 1;
         let mut records = Vec::with_capacity(self.sets.len());
         for set in &mut self.sets {
-            let query_cache_position = set.kept.len() as u32;
-            set.admit(first, count);
+            let mut record = set.begin_step(count);
+            set.admit_step(first, count, &mut record);
             set.record_queries(queries, m, last);
             if self.shared.is_none() {
-                records.push(set.evict(query_cache_position, true));
+                records.push(set.evict(record, true));
             } else {
-                records.push(StepRecord { query_cache_position, ..Default::default() });
+                records.push(record);
             }
         }
         self.finish_step(records, true)
@@ -371,15 +416,15 @@ impl Layer {
     fn step_with<W: Fn(usize, u32) -> f32>(&mut self, first: u64, count: u64, weight: Option<&W>) -> StepRecord {
         let mut records = Vec::with_capacity(self.sets.len());
         for set in &mut self.sets {
-            let query_cache_position = set.kept.len() as u32;
             if let Some(weight) = weight {
                 set.record_with(weight, &mut self.gathered);
             }
-            set.admit(first, count);
+            let mut record = set.begin_step(count);
+            set.admit_step(first, count, &mut record);
             if self.shared.is_none() {
-                records.push(set.evict(query_cache_position, false));
+                records.push(set.evict(record, false));
             } else {
-                records.push(StepRecord { query_cache_position, ..Default::default() });
+                records.push(record);
             }
         }
         self.finish_step(records, false)
@@ -1044,7 +1089,7 @@ mod heads_tests {
             kept_count,
             query_cache_position: qcp,
             cut,
-            sets: vec![],
+            ..Default::default()
         };
         assert_eq!(
             log.steps,
@@ -1264,7 +1309,7 @@ mod heads_tests {
 
     /// A record of one set: victims, cut, kept count, query position.
     fn rec(victims: &[u32], cut: &[(u32, f64)], kept_count: u32, query_cache_position: u32) -> StepRecord {
-        StepRecord { victims: victims.to_vec(), kept_count, query_cache_position, cut: cut.to_vec(), sets: vec![] }
+        StepRecord { victims: victims.to_vec(), kept_count, query_cache_position, cut: cut.to_vec(), ..Default::default() }
     }
 
     fn adakv(more: &[(&'static str, i64)]) -> Vec<(&'static str, i64)> {

@@ -73,7 +73,8 @@ pub fn category_to_pb(c: Category) -> kv::ErrorCategory {
 }
 
 /// Convert one step's record to the wire's, its sets included; cuts only
-/// with `want_cut`.
+/// with `want_cut`. Spans and the held set are there with `spans` 1
+/// (spec/spans.md#the-log), whatever `want_cut`.
 pub fn step_to_pb(s: &StepRecord, want_cut: bool) -> kv::StepResult {
     kv::StepResult {
         victims: s.victims.clone(),
@@ -85,6 +86,8 @@ pub fn step_to_pb(s: &StepRecord, want_cut: bool) -> kv::StepResult {
             Vec::new()
         },
         sets: s.sets.iter().map(|set| step_to_pb(set, want_cut)).collect(),
+        spans: s.spans.iter().map(|r| kv::QuerySpan { ranges: r.clone() }).collect(),
+        held: s.held.iter().map(|r| kv::HeldRun { first: r.first, last: r.last, id: r.id }).collect(),
     }
 }
 
@@ -309,5 +312,38 @@ mod tests {
         req.want_cut = false;
         let Some(conf::response::Result::Log(log)) = handle_request(&req).result else { panic!() };
         assert!(log.steps[1].sets.iter().all(|s| s.cut.is_empty()));
+    }
+
+    #[test]
+    fn spans_travel_in_the_step_record() {
+        // spec/spans.md#the-log: with spans 1 each step carries its spans
+        // and held set whatever want_cut; the hello declares the feature.
+        assert!(hello_reply().features.iter().any(|f| f == "spans"));
+        assert_eq!(hello_reply().spec_version, "0.8.0");
+        let param = |name: &str, value| kv::Parameter { name: name.into(), value };
+        let policy = kv::PolicyConfig {
+            name: "streamingllm".into(),
+            parameters: vec![param("budget", 6), param("sinks", 2), param("spans", 1), param("evict_at", 2), param("position_ids", 1)],
+            seed: 0,
+        };
+        let step = |admit| kv::Step { admit, attention: None, heads: vec![], queries: vec![] };
+        let scenario = kv::Scenario {
+            id: "s".into(),
+            steps: vec![step(4), step(3), step(1)],
+            trace: None,
+            query_heads: None,
+            kv_heads: None,
+        };
+        let req = conf::Request { seq: 1, case_id: "x".into(), policy: Some(policy), scenario: Some(scenario), want_cut: false };
+        let Some(conf::response::Result::Log(log)) = handle_request(&req).result else { panic!() };
+        assert!(log.rejection.is_none());
+        let last = &log.steps[2];
+        assert_eq!((last.victims.clone(), last.kept_count, last.query_cache_position), (vec![2, 3], 6, 7));
+        assert_eq!(last.spans, vec![kv::QuerySpan { ranges: vec![0, 1, 4, 7] }]);
+        assert_eq!(
+            last.held,
+            vec![kv::HeldRun { first: 0, last: 1, id: 0 }, kv::HeldRun { first: 4, last: 7, id: 2 }]
+        );
+        assert_eq!(log.steps[0].spans.len(), 4);
     }
 }

@@ -4,7 +4,8 @@
 //! compares the port's EvictionLog with the case's `expected`: victims,
 //! kept_count, query_cache_position, the cut (positions and score bits),
 //! the same per kept set when a step has `sets` (spec/heads.md#the-eviction-log),
-//! and the rejection's category and step. Messages are never compared
+//! the spans and held set with position ids (spec/spans.md#the-log), and the
+//! rejection's category and step. Messages are never compared
 //! (spec/harness.md#configuration).
 //!
 //! Vectors: `$KVSPEC_VECTORS` if set, else the repository's `vectors/`.
@@ -58,6 +59,11 @@ fn step_str(s: &kv::StepResult) -> String {
         s.query_cache_position,
         cut_str(&s.cut)
     );
+    if !s.spans.is_empty() || !s.held.is_empty() {
+        let spans: Vec<String> = s.spans.iter().map(|q| format!("{:?}", q.ranges)).collect();
+        let held: Vec<String> = s.held.iter().map(|r| format!("{}..{}@{}", r.first, r.last, r.id)).collect();
+        out.push_str(&format!(", spans [{}], held [{}]", spans.join(", "), held.join(", ")));
+    }
     if !s.sets.is_empty() {
         let sets: Vec<String> = s.sets.iter().enumerate().map(|(i, set)| format!("\n    set {i}: {}", step_str(set))).collect();
         out.push_str(&format!(", {} sets:{}", s.sets.len(), sets.concat()));
@@ -71,6 +77,8 @@ fn same_step(a: &kv::StepResult, b: &kv::StepResult) -> bool {
         && a.query_cache_position == b.query_cache_position
         && a.cut.len() == b.cut.len()
         && a.cut.iter().zip(&b.cut).all(|(x, y)| x.position == y.position && x.score.to_bits() == y.score.to_bits())
+        && a.spans == b.spans
+        && a.held == b.held
         && a.sets.len() == b.sets.len()
         && a.sets.iter().zip(&b.sets).all(|(x, y)| same_step(x, y))
 }

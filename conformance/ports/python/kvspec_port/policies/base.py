@@ -16,6 +16,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from ..errors import ATTENTION_LENGTH, ATTENTION_VALUE, INVALID_PARAMETER, POSITION, Refusal
 from ..f32 import weight_ok
+from .. import spans as spans_mod
 from ..prefill import PREFILL_ONLY, RATIO_PPM, check_prefill_relations, step_budget  # noqa: F401
 
 import numpy as np
@@ -34,6 +35,11 @@ class StepOutcome:
     # A run with more than one kept set (spec/heads.md#the-eviction-log): one
     # record per set, in set order; the fields above are then empty.
     sets: List["StepOutcome"] = field(default_factory=list)
+    # With `spans` 1 (spec/spans.md#the-log): one flattened first, last
+    # range list per query, ascending; the held set's runs as
+    # (first, last, id). None with `spans` 0 (the record carries neither).
+    spans: Optional[List[List[int]]] = None
+    held: Optional[List[Tuple[int, int, int]]] = None
 
 
 class Policy:
@@ -117,18 +123,32 @@ class Policy:
         query = len(self.kept)
         if attention is not None:
             self.record(attention)
+        # spec/spans.md#when-room-is-made: `evict_at` 1 or 2 evicts before
+        # admitting, and nothing after.
+        evict_after = self.params.get("evict_at", 0) == 0
+        before = [] if evict_after else self.evict_before(count)
         # spec/prefill.md#the-prefill-step: 1. admit, 2. record the query
         # rows, 3. evict by the step budget.
         self.kept.extend(range(first, first + count))
         self.admitted(count)
         self.next_min = first + count
+        # spec/spans.md#terms: the held set is the kept positions now, after
+        # admission and before any eviction after it.
+        record = None
+        if self.params.get("spans", 0) == 1:
+            record = spans_mod.step_record(self.kept, first, count, self.sinks_held(), self.params)
         m = None
         if prefill is not None:
             m, rows = prefill
             if rows is not None:
                 self.record_queries(m, rows)
-        victims, cut = self.evict(m)
-        return StepOutcome(victims, len(self.kept), query, cut)
+        # spec/spans.md#the-log: `victims` holds every position evicted at
+        # the step, before or after admission (never both).
+        victims, cut = self.evict(m) if evict_after else (before, [])
+        out = StepOutcome(victims, len(self.kept), query, cut)
+        if record is not None:
+            out.spans, out.held = record
+        return out
 
     # -- hooks ---------------------------------------------------------------
     def record(self, attention: Sequence[float]) -> None:
@@ -145,6 +165,16 @@ class Policy:
         """Evict after admission. `m`: None at a decode step, else the
         number of query rows of the prefill step (per head)."""
         return [], []
+
+    def evict_before(self, count: int) -> List[int]:
+        """Evict before admitting a step of `count` positions, with
+        `evict_at` 1 or 2 (spec/spans.md#when-room-is-made); returns the
+        victims, ascending."""
+        return []
+
+    def sinks_held(self) -> int:
+        """The kept sinks (spec/spans.md#span-rules), the first kept slots."""
+        return 0
 
 
 class BudgetPolicy(Policy):

@@ -11,16 +11,24 @@ that is #how-it-works and #chunked-admission: victims = kept[S : n - W].
 The sinks are the first `sinks` positions ever admitted. Positions are
 admitted in ascending order and a sink precedes every non-sink, so the
 kept sinks are always the first `sinks_kept` kept slots.
+
+With `evict_at` 1 or 2 (spec/spans.md#when-room-is-made) it makes room
+before admitting instead, taking non-sinks by ascending position and never
+a sink, and evicts nothing after; those require `prefill_only` 0 and
+`ratio_ppm` 0, so the budget is always `budget` then.
 """
 
 from ..errors import INVALID_PARAMETER, Refusal
 from ..prefill import PREFILL_ONLY, RATIO_PPM
+from ..spans import EVICT_AT, POSITION_IDS, SPAN_CHUNK, SPAN_WINDOW, SPANS, check_span_relations
 from .base import BUDGET, U32_MAX, BudgetPolicy
 
 
 class StreamingLlmPolicy(BudgetPolicy):
     NAME = "streamingllm"
-    PARAMS = (BUDGET, ("sinks", 4, 0, U32_MAX - 1), PREFILL_ONLY, RATIO_PPM)
+    # spec/spans.md#parameters: after the card's own.
+    PARAMS = (BUDGET, ("sinks", 4, 0, U32_MAX - 1), PREFILL_ONLY, RATIO_PPM,
+              SPANS, SPAN_WINDOW, SPAN_CHUNK, EVICT_AT, POSITION_IDS)
 
     @classmethod
     def check_relations(cls, values):
@@ -31,7 +39,8 @@ class StreamingLlmPolicy(BudgetPolicy):
                 f"budget {values['budget']}",
             )
         # spec/prefill.md's rules relate recent_window and adaptive, which
-        # streamingllm does not take: none applies.
+        # streamingllm does not take: none applies. Then spec/spans.md's.
+        check_span_relations(cls.NAME, values)
 
     def __init__(self, params, rng):
         super().__init__(params, rng)
@@ -42,6 +51,27 @@ class StreamingLlmPolicy(BudgetPolicy):
         s = self.params["sinks"]
         self.sinks_kept += max(0, min(count, s - self.admitted_total))
         self.admitted_total += count
+
+    def sinks_held(self):
+        return self.sinks_kept
+
+    def evict_before(self, count):
+        # spec/spans.md#when-room-is-made: the first non-sinks (slots
+        # ns .. ns + k - 1) until kept + count <= budget (`evict_at` 1) or
+        # kept <= budget - 1 (`evict_at` 2); never a sink, so a chunk longer
+        # than budget - sinks takes every non-sink and stays whole.
+        kept = self.kept
+        ns = self.sinks_kept
+        if self.params["evict_at"] == 1:
+            k = len(kept) + count - self.budget
+        else:
+            k = len(kept) - (self.budget - 1)
+        k = min(k, len(kept) - ns)
+        if k <= 0:
+            return []
+        victims = kept[ns:ns + k]
+        del kept[ns:ns + k]
+        return victims
 
     def evict(self, m=None):
         kept = self.kept

@@ -1,15 +1,22 @@
 //! `full`: keeps every position, never evicts. Card: spec/policies/full.md.
 use super::{resolve_params, Policy, Selection};
 use crate::error::Result;
+use crate::spans::{SpanOptions, FULL_SPAN_PARAMS};
 
 #[derive(Debug)]
-pub struct Full;
+pub struct Full {
+    spans: SpanOptions,
+}
 
 impl Full {
-    /// `full` takes no parameters: every parameter is refused as unknown.
+    /// `full` takes only the span parameters, without `evict_at`
+    /// (spec/spans.md#parameters); every other parameter is refused as
+    /// unknown.
     pub fn configure(params: &[(String, i64)]) -> Result<Self> {
-        resolve_params("full", &[], params)?;
-        Ok(Full)
+        let v = resolve_params("full", &FULL_SPAN_PARAMS, params)?;
+        let spans = SpanOptions::from_params(&FULL_SPAN_PARAMS, &v);
+        spans.check("full", None)?;
+        Ok(Full { spans })
     }
 }
 
@@ -26,4 +33,7 @@ impl Policy for Full {
         Selection::default()
     }
     fn remove(&mut self, _evicted: &[bool]) {}
+    fn span_options(&self) -> SpanOptions {
+        self.spans
+    }
 }

@@ -5,6 +5,7 @@ use crate::error::{Category, Refusal, Result};
 use crate::heads::{Aggregation, Granularity, HeadOptions};
 use crate::prefill::{PrefillOptions, PREFILL_ONLY, RATIO_PPM};
 pub use crate::prefill::QueryRows;
+use crate::spans::SpanOptions;
 
 pub mod full;
 pub mod h2o;
@@ -91,6 +92,18 @@ pub trait Policy {
     }
     /// Drop per-slot state of the slots marked in `evicted`.
     fn remove(&mut self, evicted: &[bool]);
+    /// The span parameters (spec/spans.md#parameters) of the positional
+    /// policies; all 0 for the others, which do not take them.
+    fn span_options(&self) -> SpanOptions {
+        SpanOptions::default()
+    }
+    /// How many kept slots are sinks (`streamingllm`: those of the first
+    /// `sinks` positions ever admitted still kept). They are the first
+    /// kept slots, are never evicted before admission and are in every
+    /// later query's span (spec/spans.md#span-rules).
+    fn sinks_kept(&self) -> usize {
+        0
+    }
 }
 
 /// Keep only the elements of a per-slot vector (with `stride` entries per
@@ -290,7 +303,7 @@ mod tests {
         let r = build("window", &p(&[("budget", 0)]), 0).err().unwrap();
         assert_eq!(r.message, "window: budget must be in [1, 4294967295], got 0");
         let r = build("full", &p(&[("budget", 5)]), 0).err().unwrap();
-        assert_eq!(r.message, "full: unknown parameter 'budget'; full takes no parameters");
+        assert_eq!(r.message, "full: unknown parameter 'budget'; full takes spans, span_window, span_chunk");
     }
 
     #[test]

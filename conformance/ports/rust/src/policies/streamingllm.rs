@@ -1,10 +1,12 @@
 //! `streamingllm`: keeps the first `sinks` positions for good and the latest
 //! `budget - sinks`; at every step the victims are the non-sinks by
 //! ascending position, then the sinks, which only a ratio budget below the
-//! sinks reaches. Card: spec/policies/streamingllm.md.
+//! sinks reaches. Card: spec/policies/streamingllm.md; the span
+//! parameters after the prefill parameters (spec/spans.md#parameters).
 use super::{prefill_options, resolve_params, retain_slots, ParamSpec, Policy, Selection, BUDGET, PREFILL_PARAMS};
 use crate::error::{Category, Refusal, Result};
 use crate::prefill::{check_prefill_rules, PrefillOptions};
+use crate::spans::{SpanOptions, SPAN_PARAMS};
 
 const SINKS: ParamSpec = ParamSpec { name: "sinks", default: 4, min: 0, max: 4294967294 };
 
@@ -13,6 +15,7 @@ pub struct StreamingLlm {
     budget: u64,
     sinks: u64,
     prefill: PrefillOptions,
+    spans: SpanOptions,
     /// How many positions were ever admitted.
     admitted: u64,
     /// Per kept slot: is it a sink, one of the first `sinks` positions
@@ -22,7 +25,8 @@ pub struct StreamingLlm {
 
 impl StreamingLlm {
     pub fn configure(params: &[(String, i64)]) -> Result<Self> {
-        let specs: Vec<ParamSpec> = [BUDGET, SINKS].iter().chain(PREFILL_PARAMS.iter()).copied().collect();
+        let specs: Vec<ParamSpec> =
+            [BUDGET, SINKS].iter().chain(PREFILL_PARAMS.iter()).chain(SPAN_PARAMS.iter()).copied().collect();
         let v = resolve_params("streamingllm", &specs, params)?;
         let (budget, sinks) = (v[0], v[1]);
         if sinks >= budget {
@@ -33,7 +37,9 @@ impl StreamingLlm {
         }
         let prefill = prefill_options(&v[2..4]);
         check_prefill_rules("streamingllm", None, false, prefill, None)?;
-        Ok(StreamingLlm { budget: budget as u64, sinks: sinks as u64, prefill, admitted: 0, sink: Vec::new() })
+        let spans = SpanOptions::from_params(&SPAN_PARAMS, &v[4..]);
+        spans.check("streamingllm", Some(prefill))?;
+        Ok(StreamingLlm { budget: budget as u64, sinks: sinks as u64, prefill, spans, admitted: 0, sink: Vec::new() })
     }
 }
 
@@ -58,7 +64,9 @@ impl Policy for StreamingLlm {
     /// position, then sinks by ascending position
     /// (spec/policies/streamingllm.md#at-prefill). With every sink kept and
     /// a step budget above `sinks` these are `kept[S : S + k]`, the card's
-    /// rule (spec/policies/streamingllm.md#how-it-works).
+    /// rule (spec/policies/streamingllm.md#how-it-works). Before admission
+    /// (`evict_at` above 0) `k` is at most the non-sinks kept, so these are
+    /// non-sinks by ascending position (spec/spans.md#when-room-is-made).
     fn choose_victims(&mut self, _kept: &[u32], k: usize) -> Selection {
         let non_sinks = (0..self.sink.len()).filter(|&i| !self.sink[i]);
         let sinks = (0..self.sink.len()).filter(|&i| self.sink[i]);
@@ -66,5 +74,15 @@ impl Policy for StreamingLlm {
     }
     fn remove(&mut self, evicted: &[bool]) {
         retain_slots(&mut self.sink, 1, evicted);
+    }
+    fn span_options(&self) -> SpanOptions {
+        self.spans
+    }
+    /// Sinks are the first positions ever admitted, so the kept ones are
+    /// the first kept slots.
+    fn sinks_kept(&self) -> usize {
+        let n = self.sink.iter().take_while(|&&s| s).count();
+        debug_assert!(self.sink[n..].iter().all(|&s| !s));
+        n
     }
 }

@@ -1,17 +1,23 @@
 //! `window`: keeps the latest `budget` positions, evicts the oldest.
-//! Card: spec/policies/window.md.
-use super::{resolve_params, Policy, Selection, BUDGET};
+//! Card: spec/policies/window.md; the span parameters after `budget`
+//! (spec/spans.md#parameters).
+use super::{resolve_params, ParamSpec, Policy, Selection, BUDGET};
 use crate::error::Result;
+use crate::spans::{SpanOptions, SPAN_PARAMS};
 
 #[derive(Debug)]
 pub struct Window {
     budget: u64,
+    spans: SpanOptions,
 }
 
 impl Window {
     pub fn configure(params: &[(String, i64)]) -> Result<Self> {
-        let v = resolve_params("window", &[BUDGET], params)?;
-        Ok(Window { budget: v[0] as u64 })
+        let specs: Vec<ParamSpec> = [BUDGET].iter().chain(SPAN_PARAMS.iter()).copied().collect();
+        let v = resolve_params("window", &specs, params)?;
+        let spans = SpanOptions::from_params(&SPAN_PARAMS, &v[1..]);
+        spans.check("window", None)?;
+        Ok(Window { budget: v[0] as u64, spans })
     }
 }
 
@@ -24,9 +30,14 @@ impl Policy for Window {
     }
     fn record(&mut self, _attention: &[f32]) {}
     fn admit(&mut self, _count: usize) {}
-    /// The `k` oldest kept positions (spec/policies/window.md#how-it-works).
+    /// The `k` oldest kept positions (spec/policies/window.md#how-it-works),
+    /// after admission or, with `evict_at` above 0, before it
+    /// (spec/spans.md#when-room-is-made: `window` takes the oldest).
     fn choose_victims(&mut self, _kept: &[u32], k: usize) -> Selection {
         Selection { victims: (0..k).collect(), cut: Vec::new() }
     }
     fn remove(&mut self, _evicted: &[bool]) {}
+    fn span_options(&self) -> SpanOptions {
+        self.spans
+    }
 }
