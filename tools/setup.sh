@@ -111,6 +111,15 @@ venv_install conformance/ports/python/.venv conformance/ports/python/requirement
 venv_install tools/.venv-torch tools/requirements-torch.txt \
   'kvpress|torch|transformers|safetensors|protobuf'
 
+# The mlx-lm engine adapter (conformance/engines/mlx-lm): mlx[cpu] 0.32.4 and
+# mlx-lm 0.32.2 in their own environment (mlx-lm needs transformers >= 5.7,
+# kvpress < 5.3, so they cannot share tools/.venv-torch). About 80 s and
+# 355 MB once. The transformers adapter uses tools/.venv-torch.
+if ! conformance/engines/mlx-lm/setup.sh; then
+  echo "setup: conformance/engines/mlx-lm/setup.sh failed" >&2
+  exit 1
+fi
+
 # Mutation testing of the Rust port (tools/mutation.sh): cargo-mutants,
 # pinned, built from crates.io (a few minutes on two cores, once).
 if command -v cargo >/dev/null; then

@@ -11,12 +11,16 @@
 # tools/recipes/check.sh (spec/arithmetic.md's recipes, run in each
 # language here), then tools/kvpress_check.sh (kvpress 0.5.5 itself on the
 # vectors that use a kvpress preset, every disagreement listed in
-# tools/kvpress/disagreements.txt), and ends with one line, "tests: N
+# tools/kvpress/disagreements.txt), then each engine adapter's check
+# (conformance/engines/*/check.sh: transformers 5.2.0 and mlx-lm 0.32.2
+# driven through the runner, every deviation listed in their expectation
+# files), and ends with one line, "tests: N
 # passed, N failed", counting test cases (GoogleTest cases, one per shell
 # test target, one per determinism configuration, unit tests and
 # conformance cases of each port, search cases that agreed and blind-spot
 # mutants the search found, one per old port and per recipe, the
-# kvpress check's self-test checks and vector cases).
+# kvpress check's self-test checks and vector cases, the cases each engine
+# adapter passed).
 #
 #   tools/test.sh [extra bazel test flags]
 set -uo pipefail
@@ -34,7 +38,8 @@ old="$(mktemp)"
 recipes="$(mktemp)"
 search="$(mktemp)"
 kvpress="$(mktemp)"
-trap 'rm -f "$log" "$determinism" "$ports" "$old" "$recipes" "$search" "$kvpress"' EXIT
+engines="$(mktemp)"
+trap 'rm -f "$log" "$determinism" "$ports" "$old" "$recipes" "$search" "$kvpress" "$engines"' EXIT
 bazel test //... --test_summary=short "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 echo
@@ -56,6 +61,12 @@ echo
 tools/kvpress_check.sh 2>&1 | tee "$kvpress"
 kvpress_status=${PIPESTATUS[0]}
 echo
+engines_status=0
+for check in conformance/engines/*/check.sh; do
+  "$check" 2>&1 | tee -a "$engines"
+  [[ ${PIPESTATUS[0]} -eq 0 ]] || engines_status=1
+  echo
+done
 extra=("$(grep '^determinism:' "$determinism" || echo 'determinism: 0 passed, 1 failed')")
 while IFS= read -r line; do extra+=("$line"); done < <(grep -E '^[a-z-]+: [0-9]+ passed, [0-9]+ failed' "$ports")
 n_search=${#extra[@]}
@@ -69,7 +80,11 @@ extra+=("$(grep -E '^kvpress-selftest: [0-9]+ passed, [0-9]+ failed' "$kvpress" 
 [[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-selftest: 0 passed, 1 failed (no closing line)'
 extra+=("$(grep -E '^kvpress: [0-9]+ passed, [0-9]+ failed' "$kvpress" | tail -1 || true)")
 [[ -n "${extra[-1]}" ]] || extra[-1]='kvpress: 0 passed, 1 failed (no closing line)'
+for engine in transformers mlx-lm; do
+  extra+=("$(grep -E "^$engine-adapter: [0-9]+ passed, [0-9]+ failed" "$engines" | tail -1 || true)")
+  [[ -n "${extra[-1]}" ]] || extra[-1]="$engine-adapter: 0 passed, 1 failed (no closing line)"
+done
 python3 tools/test_summary.py "$log" "$(bazel info bazel-testlogs 2>/dev/null)" "${extra[@]}"
 [[ $status -eq 0 && $determinism_status -eq 0 && $ports_status -eq 0 && $search_status -eq 0 \
    && $old_status -eq 0 \
-   && $recipes_status -eq 0 && $kvpress_status -eq 0 ]]
+   && $recipes_status -eq 0 && $kvpress_status -eq 0 && $engines_status -eq 0 ]]
