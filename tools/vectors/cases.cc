@@ -1850,6 +1850,59 @@ void AddSearchCases(SuiteBuilder& b) {
          "tie evicted 0)",
          P("tova", {{"budget", 1}, {"recent_window", 0}}),
          "search-trace-heads-one-position");
+
+  // The full mutmut run of the Python port with the search as kill test
+  // (issue 19, 2026-12-01, slices 0 and 1 of 8 at commit 5abcd81): four
+  // mutants the vectors let through and search --seed=1 killed, each case
+  // its shrunk scenario.
+  // The search shrank these two to a prefill of one position whose one
+  // query row makes the observation window the whole prompt, so the pooled
+  // prefix is empty. Here the prompt has two positions and both rows, so
+  // the prefix is still empty and the step evicts (budget 1): every score
+  // is the window's +infinity, and the lower position, 0, goes.
+  b.Add(Explicit("search-prefill-two-positions", {QueryRows(2, {{1.0f, 1.0f}})}));
+  b.Add(Explicit("search-prefill-all-window", {QueryRows(2, {{1.0f}, {0.5f, 0.5f}})}));
+  b.Case("search/prefill/snapkv-avg-pool-empty-prefix", {"search.found"},
+         "found by tools/search (seed 1, case 36, shrunk in 27 rounds to a "
+         "one-position prefill): the observation window is the whole prompt, "
+         "so SnapKV's average pooling runs over no score; 0 goes among equal "
+         "window scores (the Python port's avg_pool with `n == 1` in place "
+         "of `n == 0` indexed an empty list and crashed)",
+         P("snapkv", {{"budget", 1}, {"recent_window", 0}, {"pooling", 1}}),
+         "search-prefill-all-window");
+  b.Case("search/prefill/snapkv-max-pool-empty-prefix", {"search.found"},
+         "found by tools/search (seed 1, case 68, shrunk in 33 rounds to a "
+         "one-position prefill): the same under max pooling, the default "
+         "(the Python port's max_pool with `n == 1` in place of `n == 0` "
+         "crashed)",
+         P("snapkv", {{"budget", 1}, {"recent_window", 0}}),
+         "search-prefill-all-window");
+  b.Case("search/prefill/ratio-ppm-one", {"search.found"},
+         "found by tools/search (seed 1, case 74, shrunk in 11 rounds): "
+         "ratio_ppm 1 is a ratio: a prefill of 2 keeps max(1, floor(2 x "
+         "0.999999)) = 1 and evicts 0 (the Python port's step_budget with "
+         "`ratio_ppm > 1` read 1 as no ratio and kept both)",
+         P("snapkv", {{"recent_window", 0}, {"ratio_ppm", 1}}),
+         "search-prefill-two-positions");
+  {
+    // search --seed=1, case 116, shrunk in 27 rounds against
+    // trace.xǁTraceGeneratorǁbegin_step__mutmut_64 (one head).
+    TraceConfig trace = CanonicalTrace(59);
+    trace.seed = 190;
+    trace.sinks = 2;
+    trace.recent_length = 9;
+    trace.heavy_count = 1;
+    trace.epoch_length = 58;
+    trace.noise = 0.0;
+    b.Add(Traced("search-trace-one-heavy-hitter", trace));
+  }
+  b.Case("search/trace/one-heavy-hitter", {"search.found"},
+         "found by tools/search (seed 1, case 116, shrunk in 27 rounds): a "
+         "one-head trace with exactly one heavy hitter, whose mass decides "
+         "tova's victims (the Python port's TraceGenerator.begin_step with "
+         "`heavy_count > 1` in place of `> 0` dropped a lone heavy hitter)",
+         P("tova", {{"budget", 1}, {"recent_window", 0}}),
+         "search-trace-one-heavy-hitter");
 }
 
 // Spec 0.8.0: spans and position ids (spec/spans.md), the engines' presets
