@@ -167,6 +167,34 @@ TEST(Runner, AMismatchShowsTheCutWithExactScores) {
       << report->cases[0].detail;
 }
 
+// spec/spans.md#the-log: spans and held sets are compared, and the report
+// names the first differing query and both held sets with their ids.
+TEST(Runner, AMismatchInSpansOrPositionIdsIsReported) {
+  const std::string id = "window/spans/worked-example";
+  const auto spans = RunConformance(Vectors(), Fake("wrong_span", id, id));
+  ASSERT_TRUE(spans.ok());
+  ASSERT_EQ(spans->cases.size(), 1u);
+  EXPECT_EQ(spans->cases[0].outcome, Outcome::kMismatch);
+  // Step 1 admits 2..6; its last query, 6, sees 3..6, and the fake 2..6.
+  EXPECT_NE(spans->cases[0].detail.find("spans differ first at query 4"),
+            std::string::npos)
+      << spans->cases[0].detail;
+  EXPECT_NE(spans->cases[0].detail.find("expected span {3..6}"), std::string::npos)
+      << spans->cases[0].detail;
+  EXPECT_NE(spans->cases[0].detail.find("actual   span {2..6}"), std::string::npos)
+      << spans->cases[0].detail;
+  const auto ids = RunConformance(Vectors(), Fake("wrong_held_id", id, id));
+  ASSERT_TRUE(ids.ok());
+  ASSERT_EQ(ids->cases.size(), 1u);
+  EXPECT_EQ(ids->cases[0].outcome, Outcome::kMismatch);
+  EXPECT_NE(ids->cases[0].detail.find("expected held [0..1 as 0..1]"),
+            std::string::npos)
+      << ids->cases[0].detail;
+  EXPECT_NE(ids->cases[0].detail.find("actual   held [0..1 as 1..2]"),
+            std::string::npos)
+      << ids->cases[0].detail;
+}
+
 TEST(Runner, AMismatchMarksTheFirstDifferingVictimInALongList) {
   // window at its defaults evicts 88 positions at step 0; the fake changes
   // the seventh.

@@ -105,6 +105,23 @@ int main(int argc, char** argv) {
           break;
         }
       }
+    } else if (mode == "wrong_span") {
+      // spec/spans.md#the-log: the last query of the second step sees one
+      // position more.
+      auto* log = response->mutable_log();
+      if (log->steps_size() > 1 && log->steps(1).spans_size() > 0) {
+        auto* step = log->mutable_steps(1);
+        auto* span = step->mutable_spans(step->spans_size() - 1);
+        span->set_ranges(0, span->ranges(0) - 1);
+      }
+    } else if (mode == "wrong_held_id") {
+      auto* log = response->mutable_log();
+      for (auto& step : *log->mutable_steps()) {
+        if (step.held_size() > 0) {
+          step.mutable_held(0)->set_id(step.held(0).id() + 1);
+          break;
+        }
+      }
     } else if (mode == "accept_all") {
       response->mutable_log()->clear_rejection();
     } else if (mode == "reject_all") {
