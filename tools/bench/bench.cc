@@ -31,6 +31,7 @@
 #include "absl/strings/str_join.h"
 #include "benchmark/benchmark.h"
 #include "cc/registry.h"
+#include "tools/bench/engine_memory.h"
 #include "tools/bench/figures.h"
 #include "tools/bench/heads.h"
 #include "tools/bench/prefill.h"
@@ -44,7 +45,9 @@ ABSL_FLAG(std::vector<std::string>, sections,
           "cards' blocks and spec/figures/), speed (ns per step against the "
           "baseline, Google Benchmark), scale (streaming runs), heads (every "
           "policy and granularity on the multi-head canonical trace; not run "
-          "unless asked).");
+          "unless asked), prefill, engines (the memory of engines' retention "
+          "rules at equal spans, spec/spans.md#presets; not run unless "
+          "asked).");
 ABSL_FLAG(bool, check, false,
           "Compute the figures and compare each card's generated block and "
           "each plot with them; exit 1 if any differs. Writes nothing.");
@@ -300,10 +303,10 @@ int Main(const std::string& program) {
   const std::set<std::string> sections(list.begin(), list.end());
   for (const std::string& s : sections) {
     if (s != "figures" && s != "speed" && s != "scale" && s != "heads" &&
-        s != "prefill") {
+        s != "prefill" && s != "engines") {
       std::fprintf(stderr,
                    "--sections: unknown section '%s' (figures, speed, scale, "
-                   "heads, prefill)\n",
+                   "heads, prefill, engines)\n",
                    s.c_str());
       return 2;
     }
@@ -433,6 +436,20 @@ int Main(const std::string& program) {
       return 2;
     }
     report += (report.empty() ? "" : "\n") + HeadsMarkdown(HeadsConfig{}, *runs);
+  }
+  if (sections.count("engines")) {
+    // Gemma 2/3 and Mistral's window, 32K prompt; the chunk sizes are
+    // llama.cpp's n_ubatch (512), mlx-lm's prefill_step_size (2048), and
+    // a larger one.
+    const std::vector<uint32_t> chunks = {512, 2048, 8192};
+    absl::StatusOr<std::vector<EngineMemoryRun>> runs =
+        MeasureEngineMemory(4096, 32768, 128, chunks);
+    if (!runs.ok()) {
+      std::fprintf(stderr, "%s\n", runs.status().ToString().c_str());
+      return 2;
+    }
+    report += (report.empty() ? "" : "\n") +
+              EngineMemoryMarkdown(4096, 32768, 128, *runs);
   }
   std::printf("%s", report.c_str());
 
