@@ -81,6 +81,14 @@ const std::vector<Preset>& Presets() {
        "mlx-lm 0.32.2 models/cache.py, RotatingKVCache(max_size=budget, "
        "keep=sinks); make_prompt_cache gives keep 4 for --max-kv-size",
        Preset::Derive::kSpanIsBudgetMinusSinks},
+      // spec/spans.md#context-shift: budget n_ctx - 1, sinks the server's
+      // n_keep (plus BOS, capped at n_ctx - 4); the user gives both.
+      {"streamingllm", "llama.cpp-0c1e570",
+       {{"context_shift", 1}, {"evict_at", 0}, {"position_ids", 1},
+        {"spans", 1}},
+       "llama.cpp 0c1e570 (vendored by llama-cpp-python 0.3.36) "
+       "tools/server/server-context.cpp, pre_decode: seq_rm(n_keep, n_keep + "
+       "n_discard), seq_add(n_keep + n_discard, n, -n_discard)"},
   };
   return *presets;
 }

@@ -57,4 +57,10 @@ std::vector<Position> SpanOf(const SpanRule& rule,
   return ranges;
 }
 
+size_t ContextShiftDiscard(size_t n_left, int64_t discard) {
+  const size_t d = discard > 0 ? static_cast<size_t>(discard) : n_left / 2;
+  const size_t most = n_left > 0 ? n_left - 1 : 0;
+  return std::min(d, most);
+}
+
 }  // namespace kvspec

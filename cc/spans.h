@@ -63,6 +63,11 @@ std::vector<Position> SpanOf(const SpanRule& rule,
                              absl::Span<const Position> held, Position query,
                              std::optional<Position> last_sink = std::nullopt);
 
+// spec/spans.md#context-shift: how many of the `n_left` positions that may
+// go a context shift discards: `discard` when above 0, else
+// floor(n_left / 2); then at most max(0, n_left - 1).
+size_t ContextShiftDiscard(size_t n_left, int64_t discard);
+
 }  // namespace kvspec
 
 #endif  // KVSPEC_CC_SPANS_H_

@@ -90,5 +90,18 @@ TEST(HeldRunsOf, AbsoluteAndCacheRelative) {
   EXPECT_TRUE(HeldRunsOf({}, true).empty());
 }
 
+// spans.md#context-shift: d = discard, or floor(n_left / 2) when it is 0,
+// then at most max(0, n_left - 1).
+TEST(ContextShiftDiscard, HalfByDefaultClampedToKeepOne) {
+  EXPECT_EQ(ContextShiftDiscard(5, 0), 2u);  // the worked example's shift
+  EXPECT_EQ(ContextShiftDiscard(4, 0), 2u);
+  EXPECT_EQ(ContextShiftDiscard(2, 0), 1u);
+  EXPECT_EQ(ContextShiftDiscard(1, 0), 0u);  // floor(1/2) = 0
+  EXPECT_EQ(ContextShiftDiscard(0, 0), 0u);  // nothing may go
+  EXPECT_EQ(ContextShiftDiscard(3, 4), 2u);  // clamped to n_left - 1
+  EXPECT_EQ(ContextShiftDiscard(4, 1), 1u);  // given, below the clamp
+  EXPECT_EQ(ContextShiftDiscard(1, 7), 0u);  // max(0, n_left - 1) = 0
+}
+
 }  // namespace
 }  // namespace kvspec

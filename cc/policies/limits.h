@@ -4,6 +4,7 @@
 #define KVSPEC_CC_POLICIES_LIMITS_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -82,6 +83,13 @@ inline std::vector<ParameterInfo> SpanParameters(bool evicts) {
          "step), 2 before (down to budget - 1)"});
     parameters.push_back({"position_ids", 0, 0, 1,
                           "0 absolute position ids, 1 cache-relative"});
+    // spec/spans.md#context-shift (feature contextshift, 0.9.0).
+    parameters.push_back({"context_shift", 0, 0, 1,
+                          "1: room is made by a context shift (llama.cpp): "
+                          "before a step that does not fit, in one block"});
+    parameters.push_back({"discard", 0, 0, kMaxBudget,
+                          "positions a context shift discards; 0: half of "
+                          "those that may go"});
   }
   return parameters;
 }
@@ -111,6 +119,54 @@ inline absl::Status CheckSpanRules(const char* policy, int64_t span_window,
                                   "prefill budget evicts after admission), "
                                   "got ratio_ppm %d",
                                   policy, evict_at, ratio_ppm));
+  }
+  return absl::OkStatus();
+}
+
+// spec/spans.md#parameters, the rules of the context shift, checked after
+// CheckSpanRules. `sinks` is nullopt for a policy without sinks (window).
+inline absl::Status CheckContextShiftRules(const char* policy,
+                                           int64_t context_shift,
+                                           int64_t discard, int64_t evict_at,
+                                           int64_t prefill_only,
+                                           int64_t ratio_ppm, int64_t budget,
+                                           std::optional<int64_t> sinks) {
+  if (discard > 0 && context_shift == 0) {
+    return Refuse(ErrorCategory::kInvalidParameter,
+                  absl::StrFormat("%s: discard %d needs context_shift 1 (only "
+                                  "a context shift discards), got "
+                                  "context_shift 0",
+                                  policy, discard));
+  }
+  if (context_shift == 0) return absl::OkStatus();
+  const struct {
+    const char* name;
+    int64_t value;
+  } others[] = {{"evict_at", evict_at},
+                {"prefill_only", prefill_only},
+                {"ratio_ppm", ratio_ppm}};
+  for (const auto& other : others) {
+    if (other.value != 0) {
+      return Refuse(ErrorCategory::kInvalidParameter,
+                    absl::StrFormat("%s: context_shift 1 needs %s 0 (the "
+                                    "shift is its own moment to make room), "
+                                    "got %s %d",
+                                    policy, other.name, other.name,
+                                    other.value));
+    }
+  }
+  // A full cache must have a position to discard and one to keep.
+  if (sinks.has_value() && budget - *sinks < 2) {
+    return Refuse(ErrorCategory::kInvalidParameter,
+                  absl::StrFormat("%s: context_shift 1 needs budget - sinks "
+                                  ">= 2, got budget %d, sinks %d",
+                                  policy, budget, *sinks));
+  }
+  if (!sinks.has_value() && budget < 2) {
+    return Refuse(ErrorCategory::kInvalidParameter,
+                  absl::StrFormat("%s: context_shift 1 needs budget >= 2, "
+                                  "got budget %d",
+                                  policy, budget));
   }
   return absl::OkStatus();
 }

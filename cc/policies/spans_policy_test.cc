@@ -178,5 +178,103 @@ TEST(Spans, OnlyPositionalPoliciesTakeThem) {
             ErrorCategory::kInvalidParameter);
 }
 
+// spans.md#context-shift worked example: streamingllm budget 7, sinks 2
+// (llama.cpp n_ctx 8, n_keep 2), 21 decode steps: a shift before every
+// second step from 7 on, each discarding the two oldest non-sinks.
+TEST(ContextShift, WorkedExampleDecode) {
+  const RunResult result = RunScenario(
+      {"streamingllm",
+       {{"budget", 7}, {"sinks", 2}, {"context_shift", 1},
+        {"position_ids", 1}, {"spans", 1}}},
+      ChunkScenario(std::vector<uint32_t>(21, 1)));
+  ASSERT_TRUE(result.refusal.ok()) << result.refusal;
+  Victims expected(21);
+  expected[7] = {2, 3};
+  expected[9] = {4, 5};
+  expected[11] = {6, 7};
+  expected[13] = {8, 9};
+  expected[15] = {10, 11};
+  expected[17] = {12, 13};
+  expected[19] = {14, 15};
+  EXPECT_EQ(VictimsPerStep(result), expected);
+  EXPECT_EQ(result.steps[6].held, (Runs{{0, 6, 0}}));
+  EXPECT_EQ(result.steps[7].held, (Runs{{0, 1, 0}, {4, 7, 2}}));
+  EXPECT_EQ(result.steps[8].held, (Runs{{0, 1, 0}, {4, 8, 2}}));
+  EXPECT_EQ(result.steps[9].held, (Runs{{0, 1, 0}, {6, 9, 2}}));
+  EXPECT_EQ(result.steps[20].held, (Runs{{0, 1, 0}, {16, 20, 2}}));
+  EXPECT_EQ(result.steps[20].kept_count, 7u);
+  // Full causal spans: the query sees everything held up to itself.
+  EXPECT_EQ(result.steps[7].spans, (std::vector<Ranges>{{0, 1, 4, 7}}));
+}
+
+// spans.md#context-shift, the chunk example: chunks 5, 3, 1; and with
+// discard 4 the first shift is clamped to n_left - 1 and the last step fits.
+TEST(ContextShift, WorkedExampleChunksAndDiscard) {
+  const RunResult half = RunScenario(
+      {"streamingllm",
+       {{"budget", 7}, {"sinks", 2}, {"context_shift", 1},
+        {"position_ids", 1}, {"spans", 1}}},
+      ChunkScenario({5, 3, 1}));
+  ASSERT_TRUE(half.refusal.ok()) << half.refusal;
+  EXPECT_EQ(VictimsPerStep(half), (Victims{{}, {2}, {3, 4}}));
+  EXPECT_EQ(half.steps[1].held, (Runs{{0, 1, 0}, {3, 7, 2}}));
+  EXPECT_EQ(half.steps[2].held, (Runs{{0, 1, 0}, {5, 8, 2}}));
+  EXPECT_EQ(half.steps[2].kept_count, 6u);
+
+  const RunResult four = RunScenario(
+      {"streamingllm",
+       {{"budget", 7}, {"sinks", 2}, {"context_shift", 1}, {"discard", 4}}},
+      ChunkScenario({5, 3, 1}));
+  ASSERT_TRUE(four.refusal.ok()) << four.refusal;
+  EXPECT_EQ(VictimsPerStep(four), (Victims{{}, {2, 3}, {}}));
+  EXPECT_EQ(four.steps[1].kept_count, 6u);
+  EXPECT_EQ(four.steps[2].kept_count, 7u);
+}
+
+// window: every kept position may go. Budget 4, decode: at 4 the cache is
+// full (n_left 4, d 2: 0, 1 go); 5 fits; at 6, 2 and 3 go.
+TEST(ContextShift, WindowDiscardsTheOldestHalf) {
+  const RunResult result = RunScenario(
+      {"window", {{"budget", 4}, {"context_shift", 1}}},
+      ChunkScenario(std::vector<uint32_t>(7, 1)));
+  ASSERT_TRUE(result.refusal.ok()) << result.refusal;
+  EXPECT_EQ(VictimsPerStep(result),
+            (Victims{{}, {}, {}, {}, {0, 1}, {}, {2, 3}}));
+}
+
+// A chunk that does not fit after one shift is admitted whole: budget 7,
+// sinks 2, chunks 3, 6 (n_left 1: d 0), kept 9; the next step shifts
+// n_left 7, d 3 (2, 3, 4) and keeps 7.
+TEST(ContextShift, ChunkThatDoesNotFitIsKeptWhole) {
+  const RunResult result = RunScenario(
+      {"streamingllm", {{"budget", 7}, {"sinks", 2}, {"context_shift", 1}}},
+      ChunkScenario({3, 6, 1}));
+  ASSERT_TRUE(result.refusal.ok()) << result.refusal;
+  EXPECT_EQ(VictimsPerStep(result), (Victims{{}, {}, {2, 3, 4}}));
+  EXPECT_EQ(result.steps[1].kept_count, 9u);
+  EXPECT_EQ(result.steps[2].kept_count, 7u);
+}
+
+// spans.md#parameters: the context shift's rules.
+TEST(ContextShift, RefusesItsRules) {
+  const auto refused = [](PolicyConfig config) {
+    return CategoryOf(RunScenario(config, ChunkScenario({1})).refusal) ==
+           ErrorCategory::kInvalidParameter;
+  };
+  EXPECT_TRUE(refused({"window", {{"discard", 1}}}));
+  EXPECT_TRUE(refused({"window", {{"budget", 1}, {"context_shift", 1}}}));
+  EXPECT_FALSE(refused({"window", {{"budget", 2}, {"context_shift", 1}}}));
+  EXPECT_TRUE(refused({"window", {{"context_shift", 1}, {"evict_at", 1}}}));
+  EXPECT_TRUE(refused(
+      {"streamingllm", {{"budget", 6}, {"sinks", 5}, {"context_shift", 1}}}));
+  EXPECT_FALSE(refused(
+      {"streamingllm", {{"budget", 6}, {"sinks", 4}, {"context_shift", 1}}}));
+  EXPECT_TRUE(refused(
+      {"streamingllm", {{"context_shift", 1}, {"prefill_only", 1}}}));
+  EXPECT_TRUE(refused(
+      {"streamingllm", {{"context_shift", 1}, {"ratio_ppm", 500000}}}));
+  EXPECT_TRUE(refused({"full", {{"context_shift", 1}}}));
+}
+
 }  // namespace
 }  // namespace kvspec

@@ -22,6 +22,7 @@
 #include "cc/policies/limits.h"
 #include "cc/policies/prefill.h"
 #include "cc/policies/ranking.h"
+#include "cc/spans.h"
 
 namespace kvspec {
 namespace policies {
@@ -30,12 +31,15 @@ namespace {
 class StreamingLlmPolicy final : public Policy {
  public:
   StreamingLlmPolicy(StepBudgetRule budget, size_t budget_value,
-                     size_t sinks, int64_t evict_at, size_t heads)
+                     size_t sinks, int64_t evict_at, bool context_shift,
+                     int64_t discard, size_t heads)
       : Policy(heads),
         budget_(budget),
         budget_value_(budget_value),
         sinks_(sinks),
-        evict_at_(evict_at) {}
+        evict_at_(evict_at),
+        context_shift_(context_shift),
+        discard_(discard) {}
   absl::string_view name() const override { return "streamingllm"; }
 
  protected:
@@ -54,7 +58,8 @@ class StreamingLlmPolicy final : public Policy {
   // everything between the sinks and the latest B - sinks.
   std::vector<size_t> ChooseVictims() override {
     std::vector<size_t> victims;
-    if (evict_at_ != 0) return victims;  // room was made before admission
+    // Room was made before admission.
+    if (evict_at_ != 0 || context_shift_) return victims;
     const size_t kept_count = kept().size();
     const std::optional<size_t> budget = budget_.At(prefill_step(), kept_count);
     const size_t excess = budget.has_value() ? Excess(kept_count, *budget) : 0;
@@ -72,8 +77,20 @@ class StreamingLlmPolicy final : public Policy {
   // spans.md#when-room-is-made: non-sinks by ascending position, never a
   // sink, until the kept count is at most budget - count (evict_at 1; every
   // non-sink if the chunk is longer) or budget - 1 (evict_at 2).
+  //
+  // spans.md#context-shift: when the step does not fit, the oldest d of
+  // the kept non-sinks (llama.cpp's seq_rm(n_keep, n_keep + n_discard)).
   std::vector<size_t> ChooseVictimsBeforeAdmission(uint32_t count) override {
     std::vector<size_t> victims;
+    if (context_shift_) {
+      if (kept().size() + count <= budget_value_) return victims;
+      const size_t d =
+          ContextShiftDiscard(kept().size() - sinks_kept_, discard_);
+      for (size_t slot = sinks_kept_; slot < sinks_kept_ + d; ++slot) {
+        victims.push_back(slot);
+      }
+      return victims;
+    }
     if (evict_at_ == 0) return victims;
     const size_t room =
         evict_at_ == 1 ? (count < budget_value_ ? budget_value_ - count : 0)
@@ -100,6 +117,8 @@ class StreamingLlmPolicy final : public Policy {
   const size_t budget_value_;
   const size_t sinks_;
   const int64_t evict_at_;
+  const bool context_shift_;
+  const int64_t discard_;
   // Positions admitted so far, and how many of the sinks are still kept.
   uint64_t admitted_ = 0;
   size_t sinks_kept_ = 0;
@@ -125,9 +144,14 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeStreamingLlm(
       "streamingllm", values.Get("span_window"), values.Get("span_chunk"),
       values.Get("evict_at"), values.Get("prefill_only"),
       values.Get("ratio_ppm")));
+  KVSPEC_RETURN_IF_ERROR(CheckContextShiftRules(
+      "streamingllm", values.Get("context_shift"), values.Get("discard"),
+      values.Get("evict_at"), values.Get("prefill_only"),
+      values.Get("ratio_ppm"), budget, sinks));
   auto policy = std::make_unique<StreamingLlmPolicy>(
       StepBudgetRule::Of(values), static_cast<size_t>(budget),
-      static_cast<size_t>(sinks), values.Get("evict_at"), heads);
+      static_cast<size_t>(sinks), values.Get("evict_at"),
+      values.Get("context_shift") == 1, values.Get("discard"), heads);
   policy->SetSpanRule(SpanRuleOf(values), static_cast<size_t>(sinks));
   return std::unique_ptr<Policy>(std::move(policy));
 }

@@ -8,6 +8,7 @@
 #include "cc/errors.h"
 #include "cc/policies/entries.h"
 #include "cc/policies/limits.h"
+#include "cc/spans.h"
 
 namespace kvspec {
 namespace policies {
@@ -15,8 +16,13 @@ namespace {
 
 class WindowPolicy final : public Policy {
  public:
-  WindowPolicy(size_t budget, int64_t evict_at, size_t heads)
-      : Policy(heads), budget_(budget), evict_at_(evict_at) {}
+  WindowPolicy(size_t budget, int64_t evict_at, bool context_shift,
+               int64_t discard, size_t heads)
+      : Policy(heads),
+        budget_(budget),
+        evict_at_(evict_at),
+        context_shift_(context_shift),
+        discard_(discard) {}
   absl::string_view name() const override { return "window"; }
 
  protected:
@@ -27,7 +33,8 @@ class WindowPolicy final : public Policy {
   // many as the kept set exceeds the budget.
   std::vector<size_t> ChooseVictims() override {
     std::vector<size_t> victims;
-    if (evict_at_ != 0) return victims;  // room was made before admission
+    // Room was made before admission.
+    if (evict_at_ != 0 || context_shift_) return victims;
     for (size_t slot = 0; slot + budget_ < kept().size(); ++slot) {
       victims.push_back(slot);
     }
@@ -37,8 +44,17 @@ class WindowPolicy final : public Policy {
   // spans.md#when-room-is-made: the oldest go until the kept count is at
   // most budget - count (evict_at 1, all of them if the chunk is longer) or
   // budget - 1 (evict_at 2).
+  //
+  // spans.md#context-shift: when the step does not fit, the oldest d of
+  // the kept positions (every kept position may go).
   std::vector<size_t> ChooseVictimsBeforeAdmission(uint32_t count) override {
     std::vector<size_t> victims;
+    if (context_shift_) {
+      if (kept().size() + count <= budget_) return victims;
+      const size_t d = ContextShiftDiscard(kept().size(), discard_);
+      for (size_t slot = 0; slot < d; ++slot) victims.push_back(slot);
+      return victims;
+    }
     if (evict_at_ == 0) return victims;
     const size_t room = evict_at_ == 1 ? (count < budget_ ? budget_ - count : 0)
                                        : budget_ - 1;
@@ -54,6 +70,8 @@ class WindowPolicy final : public Policy {
  private:
   const size_t budget_;
   const int64_t evict_at_;
+  const bool context_shift_;
+  const int64_t discard_;
 };
 
 absl::StatusOr<std::unique_ptr<Policy>> MakeWindow(
@@ -61,9 +79,12 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeWindow(
   KVSPEC_RETURN_IF_ERROR(CheckSpanRules("window", values.Get("span_window"),
                                         values.Get("span_chunk"),
                                         values.Get("evict_at"), 0, 0));
+  KVSPEC_RETURN_IF_ERROR(CheckContextShiftRules(
+      "window", values.Get("context_shift"), values.Get("discard"),
+      values.Get("evict_at"), 0, 0, values.Get("budget"), std::nullopt));
   auto policy = std::make_unique<WindowPolicy>(
       static_cast<size_t>(values.Get("budget")), values.Get("evict_at"),
-      heads);
+      values.Get("context_shift") == 1, values.Get("discard"), heads);
   policy->SetSpanRule(SpanRuleOf(values));
   return std::unique_ptr<Policy>(std::move(policy));
 }

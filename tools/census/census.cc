@@ -944,6 +944,51 @@ bool Decides(const std::string& flag, const CaseContext& c,
     }
     return false;
   }
+  // spec/spans.md#context-shift.
+  if (flag == "shift.context-shift") {
+    if (!c.expected.refusal.ok() ||
+        EffectiveParameter(c.config, "context_shift", 0) != 1) {
+      return false;
+    }
+    return LogDiffersWith(
+        c, WithParameter(WithParameter(c.config, "context_shift", 0),
+                         "discard", 0));
+  }
+  if (flag == "shift.discard-given") {
+    return c.expected.refusal.ok() &&
+           EffectiveParameter(c.config, "discard", 0) > 0 &&
+           LogDiffersWith(c, WithParameter(c.config, "discard", 0));
+  }
+  if (flag == "shift.clamped" || flag == "shift.chunk-kept-whole") {
+    // Recomputed from the log: at a step that does not fit, n_left is the
+    // kept count less the sinks admitted so far (a shift never evicts one).
+    if (!explicit_steps || !c.expected.refusal.ok() ||
+        EffectiveParameter(c.config, "context_shift", 0) != 1) {
+      return false;
+    }
+    const int64_t budget = EffectiveParameter(c.config, "budget", 0);
+    const int64_t sinks = c.config.name == "streamingllm"
+                              ? EffectiveParameter(c.config, "sinks", 0)
+                              : 0;
+    const int64_t discard = EffectiveParameter(c.config, "discard", 0);
+    const std::vector<uint64_t> first = FirstPositions(c.scenario);
+    for (size_t i = 0; i < c.expected.steps.size(); ++i) {
+      const StepRecord& step = c.expected.steps[i];
+      const int64_t kept = step.query_cache_position;
+      const int64_t admit = c.scenario.steps[i].admit;
+      if (kept + admit <= budget) continue;
+      const int64_t n_left =
+          kept - std::min<int64_t>(sinks, static_cast<int64_t>(first[i]));
+      if (flag == "shift.clamped" && n_left >= 1 && discard > n_left - 1 &&
+          static_cast<int64_t>(step.victims.size()) == n_left - 1) {
+        return true;
+      }
+      if (flag == "shift.chunk-kept-whole" && step.kept_count > budget) {
+        return true;
+      }
+    }
+    return false;
+  }
   if (flag == "engine.short-last-chunk") {
     // Counterfactual: the last chunk of the prompt (the last step with
     // admit > 1) padded to the length of the chunk before it.

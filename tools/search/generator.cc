@@ -146,6 +146,11 @@ int64_t ParameterValue(Draw& d, const ParameterInfo& p, const Plan& plan) {
     return d.Pick<int64_t>({0, 0, 0, 1, 2, 3, b - 1, b, b + 1,
                             static_cast<int64_t>(d.U(2 * b + 2))});
   }
+  // spec/spans.md#context-shift: a block around the halves and the budget.
+  if (n == "discard") {
+    return d.Pick<int64_t>({0, 0, 0, 1, 2, b / 2, b - 1, b,
+                            static_cast<int64_t>(d.U(b + 2))});
+  }
   // prefill_only, normalize, protect_newest, window_budget, pooling,
   // window_reduce, and any later 0/1 switch: anywhere in range.
   const int64_t span = std::min<int64_t>(p.max - p.min, 1000);
@@ -205,6 +210,22 @@ void KeepRelations(Draw& d, const PolicyInfo& info, PolicyConfig& config) {
     for (const char* name : {"prefill_only", "ratio_ppm"}) {
       if (Value(info, config, name).value_or(0) != 0) Set(config, name, 0);
     }
+  }
+  // spec/spans.md#parameters, the context shift's rules.
+  if (Value(info, config, "context_shift").value_or(0) == 1) {
+    for (const char* name : {"evict_at", "prefill_only", "ratio_ppm"}) {
+      if (Value(info, config, name).value_or(0) != 0) Set(config, name, 0);
+    }
+    const int64_t held_back = Value(info, config, "sinks").value_or(0);
+    if (budget < 2) {
+      Set(config, "context_shift", 0);
+    } else if (budget - held_back < 2) {
+      Set(config, "sinks", budget - 2);
+    }
+  }
+  if (Value(info, config, "context_shift").value_or(0) == 0 &&
+      Value(info, config, "discard").value_or(0) > 0) {
+    Set(config, "discard", 0);
   }
   const std::optional<int64_t> kernel = Value(info, config, "pool_kernel");
   if (kernel.has_value() && *kernel % 2 == 0) Set(config, "pool_kernel", *kernel + 1);

@@ -771,8 +771,15 @@ void AddAuditCases(SuiteBuilder& b) {
               // and the span parameters (spec 0.8.0).
               p.name == "spans" || p.name == "span_window" ||
               p.name == "span_chunk" || p.name == "evict_at" ||
-              p.name == "position_ids";
-          if (head_parameter && p.name != parameter.name) continue;
+              p.name == "position_ids" ||
+              // and the context shift's (spec 0.9.0).
+              p.name == "context_shift" || p.name == "discard";
+          // discard above 0 needs context_shift 1 (spec/spans.md).
+          const bool companion =
+              parameter.name == "discard" && p.name == "context_shift";
+          if (head_parameter && p.name != parameter.name && !companion) {
+            continue;
+          }
           int64_t value = p.name == "budget"        ? 4
                           : p.name == "obs_window"  ? 2
                           : p.name == "pool_kernel" ? 3
@@ -2104,6 +2111,124 @@ void AddSpanCases(SuiteBuilder& b) {
          "h2o takes no span parameters", P("h2o", {{"spans", 1}}), "one-step");
 }
 
+// Spec 0.9.0: llama.cpp's context shift (spec/spans.md#context-shift), its
+// worked examples, each of its rules deciding a case, the preset at
+// llama.cpp's own sizes, and the refusals.
+void AddContextShiftCases(SuiteBuilder& b) {
+  b.Add(Chunks("shift-decode-21", std::vector<uint32_t>(21, 1)));
+  b.Add(Chunks("shift-chunks-5-3-1", {5, 3, 1}));
+  b.Add(Chunks("shift-chunks-3-6-1", {3, 6, 1}));
+  b.Add(Chunks("shift-decode-12", std::vector<uint32_t>(12, 1)));
+  b.Add(Chunks("shift-continuation", {4, 1, 1, 1, 1, 5, 1, 1}));
+  {
+    // A server slot of n_ctx 256: a prompt of 200, then 400 decode steps.
+    std::vector<uint32_t> chunks(401, 1);
+    chunks[0] = 200;
+    b.Add(Chunks("shift-prompt-200-decode-400", chunks));
+  }
+  const auto llama = [](int64_t budget, int64_t sinks,
+                        std::vector<Parameter> more = {}) {
+    std::vector<Parameter> given = {{"budget", budget}, {"sinks", sinks}};
+    for (Parameter& p : more) given.push_back(p);
+    return EnginePreset("streamingllm", "llama.cpp-0c1e570", given);
+  };
+  b.Case("streamingllm/contextshift/worked-example-decode",
+         {"shift.context-shift", "spans.ids-cache-relative",
+          "defaults.decides"},
+         "spans.md#context-shift worked example (llama.cpp n_ctx 8, n_keep "
+         "2): budget 7, sinks 2, 21 decode steps; a shift before every "
+         "second step from 7 on discards the two oldest non-sinks, and the "
+         "survivors' ids close the gap",
+         llama(7, 2), "shift-decode-21");
+  b.Case("streamingllm/contextshift/worked-example-chunks",
+         {"shift.context-shift", "spans.ids-cache-relative"},
+         "spans.md#context-shift: chunks 5, 3, 1 with budget 7, sinks 2: "
+         "the chunk of 3 does not fit (n_left 3, d 1), then the decode step "
+         "(n_left 5, d 2)",
+         llama(7, 2), "shift-chunks-5-3-1");
+  b.Case("streamingllm/contextshift/discard-clamped",
+         {"shift.discard-given", "shift.clamped"},
+         "spans.md#context-shift: discard 4 where 3 may go: d is clamped to "
+         "n_left - 1 = 2, and the last step then fits",
+         llama(7, 2, {{"discard", 4}}), "shift-chunks-5-3-1");
+  b.Case("streamingllm/contextshift/chunk-kept-whole",
+         {"shift.chunk-kept-whole"},
+         "spans.md#context-shift: a chunk of 6 after 3 with budget 7, sinks "
+         "2: one shift makes no room (n_left 1, d 0), the chunk is admitted "
+         "whole (kept 9), the next step shifts 3",
+         llama(7, 2), "shift-chunks-3-6-1");
+  b.Case("streamingllm/contextshift/no-sinks",
+         {"shift.context-shift", "spans.ids-cache-relative"},
+         "llama.cpp with n_keep 0 and no BOS: budget 7, sinks 0, 12 decode "
+         "steps; half of everything kept goes at each shift",
+         llama(7, 0), "shift-decode-12");
+  b.Case("streamingllm/contextshift/continuation-chunk",
+         {"shift.context-shift", "engine.continuation-chunk"},
+         "a chunk of 5 after decoding has shifted the cache: budget 6, "
+         "sinks 1",
+         llama(6, 1), "shift-continuation");
+  b.Case("streamingllm/contextshift/llama.cpp-n-ctx-256",
+         {"shift.context-shift", "spans.ids-cache-relative"},
+         "the server's smallest slot: n_ctx 256 (budget 255), n_keep 0 plus "
+         "BOS (sinks 1), a prompt of 200, then 400 decode steps",
+         llama(255, 1), "shift-prompt-200-decode-400");
+  b.Case("streamingllm/contextshift/discard-one",
+         {"shift.discard-given"},
+         "n_discard 1: the oldest non-sink goes at every step once full, a "
+         "StreamingLLM window made by shifts",
+         llama(7, 2, {{"discard", 1}}), "shift-decode-12");
+  b.Case("window/contextshift/half",
+         {"shift.context-shift", "defaults.decides"},
+         "window budget 4: at 4 the oldest two go (0, 1), 5 fits, at 6 "
+         "2 and 3 go",
+         P("window", {{"budget", 4}, {"context_shift", 1}}), "shift-decode-12");
+  b.Case("window/contextshift/discard-given",
+         {"shift.context-shift", "shift.discard-given"},
+         "window budget 5, discard 3, chunks 5, 3, 1",
+         P("window", {{"budget", 5}, {"context_shift", 1}, {"discard", 3}}),
+         "shift-chunks-5-3-1");
+  b.Case("window/contextshift/clamped-chunk-kept-whole",
+         {"shift.discard-given", "shift.clamped", "shift.chunk-kept-whole"},
+         "window budget 4, discard 5, chunks 3, 6, 1: the first shift is "
+         "clamped to n_left - 1 = 2 and the chunk of 6 is kept whole (7 "
+         "kept); the next shift discards 5",
+         P("window", {{"budget", 4}, {"context_shift", 1}, {"discard", 5}}),
+         "shift-chunks-3-6-1");
+  // Refusals of spec/spans.md#parameters.
+  b.Case("window/refusal/discard-without-shift", {"refusal.invalid-parameter"},
+         "discard 2 with context_shift 0",
+         P("window", {{"budget", 4}, {"discard", 2}}), "one-step");
+  b.Case("window/refusal/shift-budget-one", {"refusal.invalid-parameter"},
+         "context_shift 1 with budget 1: nothing could be kept and discarded",
+         P("window", {{"budget", 1}, {"context_shift", 1}}), "one-step");
+  b.Case("streamingllm/refusal/shift-no-room", {"refusal.invalid-parameter"},
+         "context_shift 1 with budget 6, sinks 5 (budget - sinks 1)",
+         P("streamingllm",
+           {{"budget", 6}, {"sinks", 5}, {"context_shift", 1}}),
+         "one-step");
+  b.Case("streamingllm/refusal/shift-with-evict-at",
+         {"refusal.invalid-parameter"}, "context_shift 1 with evict_at 1",
+         P("streamingllm", {{"budget", 6}, {"sinks", 2}, {"context_shift", 1},
+                            {"evict_at", 1}}),
+         "one-step");
+  b.Case("streamingllm/refusal/shift-with-prefill-only",
+         {"refusal.invalid-parameter"}, "context_shift 1 with prefill_only 1",
+         P("streamingllm", {{"budget", 6}, {"sinks", 2}, {"context_shift", 1},
+                            {"prefill_only", 1}}),
+         "one-step");
+  b.Case("streamingllm/refusal/shift-with-ratio",
+         {"refusal.invalid-parameter"}, "context_shift 1 with ratio_ppm 500000",
+         P("streamingllm", {{"budget", 6}, {"sinks", 2}, {"context_shift", 1},
+                            {"ratio_ppm", 500000}}),
+         "one-step");
+  b.Case("full/refusal/context-shift", {"refusal.invalid-parameter"},
+         "full takes no context_shift", P("full", {{"context_shift", 1}}),
+         "one-step");
+  b.Case("tova/refusal/context-shift", {"refusal.invalid-parameter"},
+         "tova takes no context_shift", P("tova", {{"context_shift", 1}}),
+         "one-step");
+}
+
 }  // namespace
 
 TraceConfig CanonicalTrace(uint32_t steps) {
@@ -2125,6 +2250,7 @@ Suite BuildSuite() {
   AddPrefillCases(builder);
   AddSearchCases(builder);
   AddSpanCases(builder);
+  AddContextShiftCases(builder);
   return builder.Build();
 }
 

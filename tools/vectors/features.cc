@@ -33,6 +33,10 @@ const std::vector<FeatureInfo>& Features() {
        "(span_window, span_chunk), eviction before admission (evict_at), "
        "position_ids, and the per-step spans and held set (StepResult.spans, "
        "held)"},
+      {"contextshift", "0.9.0", "spans.md#context-shift",
+       "llama.cpp's context shift for window and streamingllm: room made "
+       "before a step that does not fit, in one block (context_shift), "
+       "the block's size (discard)"},
   };
   return *features;
 }
@@ -69,6 +73,8 @@ const std::vector<ParameterInfo>& Parameters() {
       {"span_chunk", "spans", "0.8.0"},
       {"evict_at", "spans", "0.8.0"},
       {"position_ids", "spans", "0.8.0"},
+      {"context_shift", "contextshift", "0.9.0"},
+      {"discard", "contextshift", "0.9.0"},
   };
   return *parameters;
 }

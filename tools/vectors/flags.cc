@@ -301,6 +301,25 @@ const std::vector<FlagInfo>& Flags() {
        "would change the log",
        {"window"},
        "0.8.0"},
+      {"shift.context-shift", "spans.md#context-shift",
+       "context_shift 0 (room made after admission, discard 0) changes the "
+       "log",
+       {"window", "streamingllm"},
+       "0.9.0"},
+      {"shift.discard-given", "spans.md#context-shift",
+       "discard 0 (half of those that may go) changes the log",
+       {"window", "streamingllm"},
+       "0.9.0"},
+      {"shift.clamped", "spans.md#context-shift",
+       "a shift whose discard is clamped to n_left - 1: without the clamp it "
+       "would discard one more",
+       {"window", "streamingllm"},
+       "0.9.0"},
+      {"shift.chunk-kept-whole", "spans.md#context-shift",
+       "a chunk that does not fit after the shift is admitted whole: the "
+       "cache holds more than the budget after it",
+       {"window", "streamingllm"},
+       "0.9.0"},
       {"search.found", "vectors.md#flags",
        "the differential search's shrunk scenario for a port mutant that only "
        "the search killed; the description names the mutant and the rule",
