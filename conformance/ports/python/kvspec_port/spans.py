@@ -1,4 +1,6 @@
-"""Spans and position ids (spec/spans.md, the feature `spans`, spec 0.8.0).
+"""Spans and position ids (spec/spans.md, the feature `spans`, spec 0.8.0),
+and the context shift (spec/spans.md#context-shift, the feature
+`contextshift`, spec 0.9.0).
 
 The positional policies (`full`, `window`, `streamingllm`) take this file's
 parameters after their own (spec/spans.md#parameters). A step's *held set*
@@ -13,6 +15,12 @@ H is held as a sorted list; its maximal runs of consecutive positions are
 found by bisection (`held_runs`), so a step costs O(runs * log |H|) plus
 O(runs) per query, whatever the cache holds: a positional policy's H has
 at most two runs in a scenario (the kept sinks, then the latest positions).
+
+With `context_shift` 1 (spec/spans.md#context-shift) room is made before
+admission as with `evict_at` 1 or 2 (the policy's `evict_before`), but only
+when the step does not fit, and in one block of `context_shift_discard`
+positions; H, the spans and the ids are then read exactly as for
+`evict_at` 1 or 2.
 """
 
 from __future__ import annotations
@@ -31,6 +39,9 @@ SPAN_WINDOW = ("span_window", 0, 0, U32_MAX)
 SPAN_CHUNK = ("span_chunk", 0, 0, U32_MAX)
 EVICT_AT = ("evict_at", 0, 0, 2)
 POSITION_IDS = ("position_ids", 0, 0, 1)
+# spec/spans.md#parameters (0.9.0): after POSITION_IDS, not taken by `full`.
+CONTEXT_SHIFT = ("context_shift", 0, 0, 1)
+DISCARD = ("discard", 0, 0, U32_MAX)
 
 
 def check_span_relations(name: str, values: dict) -> None:
@@ -52,6 +63,58 @@ def check_span_relations(name: str, values: dict) -> None:
                     f"{name}: evict_at above 0 requires {pname} 0, got evict_at "
                     f"{values['evict_at']}, {pname} {values[pname]}",
                 )
+
+
+def check_context_shift_relations(name: str, values: dict, sinks: int = 0) -> None:
+    """spec/spans.md#parameters, "Rules of the context shift", checked after
+    check_span_relations; INVALID_PARAMETER naming the parameters.
+
+    `sinks`: streamingllm's; 0 for `window`, whose rule `budget >= 2` is
+    `budget - sinks >= 2` with no sinks. `window` takes no `prefill_only` or
+    `ratio_ppm` (absent reads 0)."""
+    shift = values.get("context_shift", 0)
+    discard = values.get("discard", 0)
+    if shift == 1:
+        # The shift is its own moment to make room (it takes evict_at 0), and
+        # streamingllm's prefill parameters evict after admission.
+        for pname in ("evict_at", "prefill_only", "ratio_ppm"):
+            if values.get(pname, 0) != 0:
+                raise Refusal(
+                    INVALID_PARAMETER,
+                    f"{name}: context_shift 1 needs {pname} 0, got context_shift 1, "
+                    f"{pname} {values[pname]}",
+                )
+        # A full cache must have a position to discard and one to keep
+        # (n_left >= 2, so d >= 1: spec/spans.md#context-shift).
+        budget = values["budget"]
+        if budget - sinks < 2:
+            if name == "streamingllm":
+                detail = f"budget - sinks >= 2, got budget {budget}, sinks {sinks}"
+            else:
+                detail = f"budget >= 2, got budget {budget}"
+            raise Refusal(INVALID_PARAMETER, f"{name}: context_shift 1 needs {detail}")
+    elif discard > 0:
+        raise Refusal(
+            INVALID_PARAMETER,
+            f"{name}: discard above 0 needs context_shift 1, got discard {discard}, "
+            f"context_shift {shift}",
+        )
+
+
+def context_shift_discard(n_left: int, discard: int) -> int:
+    """spec/spans.md#context-shift, step 2: how many of the `n_left` kept
+    positions that may go a shift discards: `discard` when above 0, else
+    floor(n_left / 2); then d = min(d, max(0, n_left - 1)), so at least one
+    position that may go is always kept."""
+    d = discard if discard > 0 else n_left // 2
+    return min(d, max(0, n_left - 1))
+
+
+def shift_needed(kept: int, count: int, budget: int) -> bool:
+    """spec/spans.md#context-shift: a shift happens before a step admitting
+    `count` only when kept + count > budget (a step that fits evicts
+    nothing)."""
+    return kept + count > budget
 
 
 def held_runs(held: Sequence[int]) -> List[Tuple[int, int, int]]:

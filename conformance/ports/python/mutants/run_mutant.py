@@ -268,6 +268,33 @@ def _():
     harness.run_steps = run_steps
 
 
+@mutant("shift-no-clamp", "window,streamingllm",
+        "spans.md#context-shift: d not clamped to max(0, n_left - 1) (a large discard takes every one that may go)")
+def _():
+    from kvspec_port import spans
+
+    def context_shift_discard(n_left, discard):
+        return discard if discard > 0 else n_left // 2
+    # The policies import the helper by name.
+    from kvspec_port.policies import window
+    spans.context_shift_discard = context_shift_discard
+    window.context_shift_discard = context_shift_discard
+    streamingllm.context_shift_discard = context_shift_discard
+
+
+@mutant("shift-one-early", "window,streamingllm",
+        "spans.md#context-shift: shifts when kept + c >= budget (n_ctx read as the budget), not > budget")
+def _():
+    from kvspec_port import spans
+
+    def shift_needed(kept, count, budget):
+        return kept + count >= budget
+    from kvspec_port.policies import window
+    spans.shift_needed = shift_needed
+    window.shift_needed = shift_needed
+    streamingllm.shift_needed = shift_needed
+
+
 # The blind spots of issue 19: each a porting mistake the 0.6.0 vectors let
 # through, named "blind.*". tools/search/rediscover.sh runs the differential
 # search against each and must find a disagreement without any vector.

@@ -80,9 +80,11 @@ def test_parameter_order():
     assert names["tova"] == ["budget", "recent_window"] + tail + ["protect_newest"]
     assert names["snapkv"] == ["budget", "recent_window", "obs_window", "pool_kernel"] + tail + [
         "window_reduce", "pooling", "window_budget"]
-    # spec/spans.md#parameters (0.8.0) follow the prefill parameters.
+    # spec/spans.md#parameters (0.8.0, and the context shift's of 0.9.0)
+    # follow the prefill parameters.
     assert names["streamingllm"] == ["budget", "sinks", "prefill_only", "ratio_ppm", "spans",
-                                     "span_window", "span_chunk", "evict_at", "position_ids"]
+                                     "span_window", "span_chunk", "evict_at", "position_ids",
+                                     "context_shift", "discard"]
 
 
 @pytest.mark.parametrize("name, params", [

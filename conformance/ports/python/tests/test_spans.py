@@ -1,10 +1,12 @@
-"""spec/spans.md (the feature `spans`, spec 0.8.0): held sets, spans,
-position ids, eviction before admission, the parameters and their refusals.
+"""spec/spans.md (the feature `spans`, spec 0.8.0, and `contextshift`,
+spec 0.9.0): held sets, spans, position ids, eviction before admission,
+the context shift, the parameters and their refusals.
 
 Hand-worked from spans.md's worked examples: the span-rules example
 (#span-rules), the `evict_at` table for streamingllm budget 6, sinks 2,
-chunks 4, 3, 1 (#when-room-is-made) and the position-ids paragraph
-(#position-ids).
+chunks 4, 3, 1 (#when-room-is-made), the position-ids paragraph
+(#position-ids) and the context shift's decode table and chunk example
+(#context-shift).
 """
 
 import pytest
@@ -183,6 +185,125 @@ def test_rules_agree_on_decode_steps():
     assert [s.held for s in logs[0].steps] == [s.held for s in logs[1].steps]
 
 
+# -- #context-shift ----------------------------------------------------------------
+
+SHIFT = [("budget", 7), ("sinks", 2), ("spans", 1), ("context_shift", 1), ("position_ids", 1)]
+
+
+def test_context_shift_decode_table():
+    # The preset's numbers (llama.cpp n_ctx 8, n_keep 2): budget 7, sinks 2,
+    # default discard, 21 decode steps (positions 0 .. 20).
+    log = run("streamingllm", SHIFT, chunks(*[1] * 21))
+    assert log.rejection is None
+    # Steps 0 .. 6 fit; from step 7 on a shift every second step, each
+    # discarding the two oldest non-sinks (n_left 5, d 2).
+    want = [[] for _ in range(7)]
+    for p in range(7, 21):
+        want.append([p - 5, p - 4] if p % 2 == 1 else [])
+    assert victims(log) == want
+    assert victims(log)[7::2] == [[2, 3], [4, 5], [6, 7], [8, 9], [10, 11], [12, 13], [14, 15]]
+    assert [s.kept_count for s in log.steps] == [1, 2, 3, 4, 5, 6, 7] + [6, 7] * 7
+    # query_cache_position: the count kept when the step started.
+    assert [s.query_cache_position for s in log.steps] == [0, 1, 2, 3, 4, 5, 6] + [7, 6] * 7
+    # 0@0 .. p@p while it fits.
+    for p in range(7):
+        assert log.steps[p].held == [(0, p, 0)]
+    # 7: 0@0 1@1 4@2 5@3 6@4 7@5; 8: 0@0 1@1 4@2 .. 8@6; 9: 0@0 1@1 6@2 .. 9@5.
+    assert log.steps[7].held == [(0, 1, 0), (4, 7, 2)]
+    assert log.steps[8].held == [(0, 1, 0), (4, 8, 2)]
+    assert log.steps[9].held == [(0, 1, 0), (6, 9, 2)]
+    # After position 20: 0@0 1@1 16@2 17@3 18@4 19@5 20@6.
+    assert log.steps[20].held == [(0, 1, 0), (16, 20, 2)]
+    assert ids_of(log, 20) == {0: 0, 1: 1, 16: 2, 17: 3, 18: 4, 19: 5, 20: 6}
+    # An id is the position minus every position discarded before it.
+    assert ids_of(log, 20)[16] == 16 - len(range(2, 16))
+    # No span rule: a query sees every held position up to itself.
+    assert log.steps[20].spans == [[0, 1, 16, 20]]
+    assert log.steps[7].spans == [[0, 1, 4, 7]]
+
+
+def test_context_shift_chunks():
+    # budget 7, sinks 2, steps admitting 5, 3, 1.
+    log = run("streamingllm", SHIFT, chunks(5, 3, 1))
+    assert log.rejection is None
+    # Step 0 fits; step 1: n_left 3, d 1; step 2: n_left 5, d 2.
+    assert victims(log) == [[], [2], [3, 4]]
+    assert [held_of(log, i) for i in range(3)] == [[0, 1, 2, 3, 4], [0, 1, 3, 4, 5, 6, 7], [0, 1, 5, 6, 7, 8]]
+    assert [s.kept_count for s in log.steps] == [5, 7, 6]
+    assert [s.query_cache_position for s in log.steps] == [0, 5, 7]
+    # position_ids 1: the index in H (the step's first query has the number
+    # kept after the shift).
+    assert log.steps[1].held == [(0, 1, 0), (3, 7, 2)]
+    assert log.steps[2].held == [(0, 1, 0), (5, 8, 2)]
+
+
+def test_context_shift_discard_is_clamped():
+    # discard 4: step 1's d is clamped to n_left - 1 = 2; step 2 then fits.
+    log = run("streamingllm", SHIFT + [("discard", 4)], chunks(5, 3, 1))
+    assert log.rejection is None
+    assert victims(log) == [[], [2, 3], []]
+    assert [held_of(log, i) for i in range(3)] == [[0, 1, 2, 3, 4], [0, 1, 4, 5, 6, 7], [0, 1, 4, 5, 6, 7, 8]]
+    assert [s.kept_count for s in log.steps] == [5, 6, 7]
+    # The largest discard is clamped the same way.
+    assert victims(run("streamingllm", SHIFT + [("discard", 2 ** 32 - 1)], chunks(5, 3, 1))) == [[], [2, 3], []]
+    # discard 1 on the decode table: one non-sink per step once full.
+    log = run("streamingllm", SHIFT + [("discard", 1)], chunks(*[1] * 10))
+    assert victims(log) == [[]] * 7 + [[2], [3], [4]]
+    assert [s.kept_count for s in log.steps][6:] == [7, 7, 7, 7]
+
+
+def test_context_shift_window():
+    # window: every kept position may go. Budget 4, 7 decode steps.
+    log = run("window", [("budget", 4), ("spans", 1), ("context_shift", 1), ("position_ids", 1)],
+              chunks(*[1] * 7))
+    assert log.rejection is None
+    # Step 4: n_left 4, d 2; step 5 fits; step 6: n_left 4, d 2.
+    assert victims(log) == [[], [], [], [], [0, 1], [], [2, 3]]
+    assert [s.kept_count for s in log.steps] == [1, 2, 3, 4, 3, 4, 3]
+    assert log.steps[4].held == [(2, 4, 0)]
+    assert log.steps[6].held == [(4, 6, 0)]
+    # discard 3 (n_left 4, so not clamped) and discard 9 (clamped to 3).
+    for discard in (3, 9):
+        log = run("window", [("budget", 4), ("context_shift", 1), ("discard", discard)], chunks(*[1] * 6))
+        assert victims(log) == [[], [], [], [], [0, 1, 2], []]
+
+
+def test_context_shift_long_chunk_stays_whole():
+    # budget 7, sinks 2, chunks 3, 6, 1. Step 1: 3 + 6 > 7, n_left 1, d
+    # min(0, 0) = 0: nothing goes and the chunk is admitted whole (kept 9,
+    # above the budget); step 2: n_left 7, d 3.
+    log = run("streamingllm", SHIFT, chunks(3, 6, 1))
+    assert log.rejection is None
+    assert victims(log) == [[], [], [2, 3, 4]]
+    assert [s.kept_count for s in log.steps] == [3, 9, 7]
+    assert held_of(log, 1) == list(range(9))
+    assert held_of(log, 2) == [0, 1, 5, 6, 7, 8, 9]
+    # At most one shift per step: a chunk longer than the room one shift
+    # makes stays whole (window budget 4: kept 4, n_left 4, d 2, chunk 5;
+    # then kept 7, n_left 7, d 3).
+    log = run("window", [("budget", 4), ("context_shift", 1)], chunks(4, 5, 1))
+    assert victims(log) == [[], [0, 1], [2, 3, 4]]
+    assert [s.kept_count for s in log.steps] == [4, 7, 5]
+
+
+def test_context_shift_without_spans():
+    # context_shift changes what is kept; with spans 0 the log shows victims
+    # only, and the same victims.
+    params = [("budget", 7), ("sinks", 2), ("context_shift", 1)]
+    plain = run("streamingllm", params, chunks(5, 3, 1))
+    assert victims(plain) == [[], [2], [3, 4]]
+    assert all(s.spans is None and s.held is None for s in plain.steps)
+    # evict_at 0 and context_shift 0 differ from it (evicting after admission).
+    assert victims(run("streamingllm", params[:2], chunks(5, 3, 1))) == [[], [2], [3]]
+
+
+def test_context_shift_trace():
+    trace = kpb.TraceConfig(steps=7)
+    log = run_scenario("window", [("budget", 4), ("context_shift", 1)], 0, [], trace)
+    assert log.rejection is None
+    assert victims(log) == [[], [], [], [], [0, 1], [], [2, 3]]
+
+
 # -- #position-ids ----------------------------------------------------------------
 
 @pytest.mark.parametrize("evict_at", [0, 1, 2])
@@ -272,9 +393,10 @@ def test_wire_fields():
 
 
 def test_hello_declares_spans():
-    assert SPEC_VERSION == "0.8.0"
+    assert SPEC_VERSION == "0.9.0"
     assert "spans" in FEATURES
-    assert list(hello_reply().hello.features)[-1] == "spans"
+    # contextshift (0.9.0) right after spans.
+    assert list(hello_reply().hello.features)[-2:] == ["spans", "contextshift"]
 
 
 # -- #parameters -------------------------------------------------------------------
@@ -282,8 +404,10 @@ def test_hello_declares_spans():
 def test_parameter_order():
     names = {name: [p[0] for p in configure(name, [])[0].PARAMS] for name in ("full", "window", "streamingllm")}
     assert names["full"] == ["spans", "span_window", "span_chunk"]
-    assert names["window"] == ["budget", "spans", "span_window", "span_chunk", "evict_at", "position_ids"]
-    assert names["streamingllm"][4:] == ["spans", "span_window", "span_chunk", "evict_at", "position_ids"]
+    assert names["window"] == ["budget", "spans", "span_window", "span_chunk", "evict_at", "position_ids",
+                               "context_shift", "discard"]
+    assert names["streamingllm"][4:] == ["spans", "span_window", "span_chunk", "evict_at", "position_ids",
+                                         "context_shift", "discard"]
     for name in names:
         _, values = configure(name, [])
         assert all(values[p] == 0 for p in names[name] if p not in ("budget", "sinks"))
@@ -312,6 +436,17 @@ def refused(name, params):
     ("snapkv", [("span_chunk", 0)]),
     ("random", [("evict_at", 1)]),
     ("h2o", [("position_ids", 0)]),
+    # the context shift's parameters (0.9.0): ranges, full and the others
+    ("window", [("context_shift", 2)]),
+    ("streamingllm", [("context_shift", -1)]),
+    ("window", [("discard", 2 ** 32)]),
+    ("streamingllm", [("discard", -1)]),
+    ("full", [("context_shift", 0)]),
+    ("full", [("discard", 1)]),
+    ("h2o", [("context_shift", 1)]),
+    ("tova", [("discard", 0)]),
+    ("snapkv", [("context_shift", 0)]),
+    ("random", [("discard", 2)]),
     # the rules between parameters
     ("full", [("span_window", 1), ("span_chunk", 1)]),
     ("window", [("span_window", 4), ("span_chunk", 8)]),
@@ -340,4 +475,52 @@ def test_rules_after_the_cards_own():
     ("streamingllm", [("evict_at", 1), ("span_window", 1)]),
 ])
 def test_accepted(name, params):
+    assert run(name, params, chunks(3, 1)).rejection is None
+
+
+# -- #parameters: the rules of the context shift ------------------------------------
+
+@pytest.mark.parametrize("name, params, names", [
+    # discard above 0 needs context_shift 1
+    ("window", [("budget", 4), ("discard", 1)], ("discard", "context_shift")),
+    ("streamingllm", [("budget", 8), ("sinks", 2), ("discard", 3), ("context_shift", 0)],
+     ("discard", "context_shift")),
+    # context_shift 1 needs evict_at 0, prefill_only 0, ratio_ppm 0
+    ("window", [("budget", 4), ("context_shift", 1), ("evict_at", 1)], ("context_shift", "evict_at")),
+    ("streamingllm", [("budget", 8), ("sinks", 2), ("context_shift", 1), ("evict_at", 2)],
+     ("context_shift", "evict_at")),
+    ("streamingllm", [("budget", 8), ("sinks", 2), ("context_shift", 1), ("prefill_only", 1)],
+     ("context_shift", "prefill_only")),
+    ("streamingllm", [("budget", 8), ("sinks", 2), ("context_shift", 1), ("ratio_ppm", 500000)],
+     ("context_shift", "ratio_ppm")),
+    # streamingllm: budget - sinks >= 2; window: budget >= 2
+    ("streamingllm", [("budget", 3), ("sinks", 2), ("context_shift", 1)], ("context_shift", "budget", "sinks")),
+    ("streamingllm", [("budget", 1), ("sinks", 0), ("context_shift", 1)], ("context_shift", "budget", "sinks")),
+    ("window", [("budget", 1), ("context_shift", 1)], ("context_shift", "budget")),
+    ("window", [("budget", 1), ("context_shift", 1), ("discard", 5)], ("context_shift", "budget")),
+])
+def test_context_shift_refusals(name, params, names):
+    category, step, msg = refused(name, params)[:3]
+    assert (category, step) == ("INVALID_PARAMETER", -1)
+    assert all(n in msg for n in names), msg
+
+
+def test_context_shift_rules_after_the_others():
+    # The card's own rule first (sinks < budget), then span_window/span_chunk
+    # and evict_at's rules, then the context shift's.
+    msg = refused("streamingllm", [("budget", 2), ("sinks", 2), ("context_shift", 1)])[2]
+    assert "sinks must be below budget" in msg
+    msg = refused("window", [("budget", 1), ("span_window", 1), ("span_chunk", 1), ("context_shift", 1)])[2]
+    assert "span_chunk" in msg and "context_shift" not in msg
+    msg = refused("streamingllm", [("evict_at", 1), ("prefill_only", 1), ("context_shift", 1)])[2]
+    assert "evict_at above 0 requires prefill_only 0" in msg and "context_shift" not in msg
+
+
+@pytest.mark.parametrize("name, params", [
+    ("streamingllm", [("budget", 4), ("sinks", 2), ("context_shift", 1)]),
+    ("streamingllm", [("budget", 2), ("sinks", 0), ("context_shift", 1), ("discard", 2 ** 32 - 1)]),
+    ("window", [("budget", 2), ("context_shift", 1), ("span_window", 3), ("position_ids", 1)]),
+    ("window", [("budget", 4), ("context_shift", 0), ("discard", 0)]),
+])
+def test_context_shift_accepted(name, params):
     assert run(name, params, chunks(3, 1)).rejection is None

@@ -151,9 +151,9 @@ impl KeptSet {
 
     /// Start a step admitting `count` positions: its record, with
     /// `query_cache_position` the number kept when the step starts; then,
-    /// with `evict_at` above 0, make room before admission
-    /// (spec/spans.md#when-room-is-made), the victims chosen by the
-    /// policy's own rule among the positions kept and never a sink.
+    /// with `evict_at` above 0 or `context_shift` 1, make room before
+    /// admission (spec/spans.md#when-room-is-made, #context-shift), victims
+    /// chosen by the policy's own rule among those kept, never a sink.
     fn begin_step(&mut self, count: u64) -> StepRecord {
         let mut record = StepRecord { query_cache_position: self.kept.len() as u32, ..Default::default() };
         let policy = &self.states[0];

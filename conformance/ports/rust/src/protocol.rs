@@ -319,7 +319,11 @@ mod tests {
         // spec/spans.md#the-log: with spans 1 each step carries its spans
         // and held set whatever want_cut; the hello declares the feature.
         assert!(hello_reply().features.iter().any(|f| f == "spans"));
-        assert_eq!(hello_reply().spec_version, "0.8.0");
+        assert_eq!(hello_reply().spec_version, "0.9.0");
+        // spec 0.9.0: "contextshift" right after "spans" (spec/features.md#the-list).
+        let features = hello_reply().features;
+        let at = features.iter().position(|f| f == "spans").unwrap();
+        assert_eq!(features.get(at + 1).map(String::as_str), Some("contextshift"));
         let param = |name: &str, value| kv::Parameter { name: name.into(), value };
         let policy = kv::PolicyConfig {
             name: "streamingllm".into(),

@@ -1,25 +1,31 @@
 //! Spans and position ids (spec/spans.md): the parameters the positional
 //! policies (`full`, `window`, `streamingllm`) take after their own, the
 //! rules relating them to the others, how many positions go before a step
-//! is admitted (`evict_at`), and each step's held set, spans and position
-//! ids as the log gives them.
+//! is admitted (`evict_at`, or a context shift: `context_shift`,
+//! `discard`), and each step's held set, spans and position ids as the log
+//! gives them.
 
 use crate::error::{Category, Refusal, Result};
 use crate::policies::ParamSpec;
 use crate::prefill::PrefillOptions;
 
-/// The parameters of spec/spans.md#parameters, in card order; `evict_at`
-/// and `position_ids` are not taken by `full`.
+/// The parameters of spec/spans.md#parameters, in card order; `evict_at`,
+/// `position_ids`, `context_shift` and `discard` are not taken by `full`.
 pub(crate) const SPANS: ParamSpec = ParamSpec { name: "spans", default: 0, min: 0, max: 1 };
 pub(crate) const SPAN_WINDOW: ParamSpec = ParamSpec { name: "span_window", default: 0, min: 0, max: 4294967295 };
 pub(crate) const SPAN_CHUNK: ParamSpec = ParamSpec { name: "span_chunk", default: 0, min: 0, max: 4294967295 };
 pub(crate) const EVICT_AT: ParamSpec = ParamSpec { name: "evict_at", default: 0, min: 0, max: 2 };
 pub(crate) const POSITION_IDS: ParamSpec = ParamSpec { name: "position_ids", default: 0, min: 0, max: 1 };
+/// Feature `contextshift`, spec 0.9.0 (spec/spans.md#context-shift).
+pub(crate) const CONTEXT_SHIFT: ParamSpec = ParamSpec { name: "context_shift", default: 0, min: 0, max: 1 };
+pub(crate) const DISCARD: ParamSpec = ParamSpec { name: "discard", default: 0, min: 0, max: 4294967295 };
 
 /// The span parameters of a policy that makes room (`window`,
 /// `streamingllm`), listed after its own.
-pub(crate) const SPAN_PARAMS: [ParamSpec; 5] = [SPANS, SPAN_WINDOW, SPAN_CHUNK, EVICT_AT, POSITION_IDS];
-/// Those of `full`, which evicts nothing: no `evict_at`, no `position_ids`.
+pub(crate) const SPAN_PARAMS: [ParamSpec; 7] =
+    [SPANS, SPAN_WINDOW, SPAN_CHUNK, EVICT_AT, POSITION_IDS, CONTEXT_SHIFT, DISCARD];
+/// Those of `full`, which evicts nothing: no `evict_at`, no `position_ids`,
+/// no `context_shift`, no `discard`.
 pub(crate) const FULL_SPAN_PARAMS: [ParamSpec; 3] = [SPANS, SPAN_WINDOW, SPAN_CHUNK];
 
 /// When room is made (spec/spans.md#when-room-is-made).
@@ -48,6 +54,12 @@ pub struct SpanOptions {
     pub evict_at: EvictAt,
     /// `position_ids` 1: ids are indices in the held set (cache-relative).
     pub cache_relative: bool,
+    /// `context_shift` 1: room is made by a context shift before a step
+    /// that does not fit (spec/spans.md#context-shift).
+    pub context_shift: bool,
+    /// `discard`: how many a context shift discards; 0, half of those
+    /// that may go.
+    pub discard: u64,
 }
 
 impl SpanOptions {
@@ -68,6 +80,8 @@ impl SpanOptions {
                     }
                 }
                 "position_ids" => o.cache_relative = x == 1,
+                "context_shift" => o.context_shift = x == 1,
+                "discard" => o.discard = x as u64,
                 _ => unreachable!("{} is not a span parameter", s.name),
             }
         }
@@ -78,8 +92,12 @@ impl SpanOptions {
     /// in order (`INVALID_PARAMETER`, naming both parameters):
     /// 1. `span_window` and `span_chunk` are not both above 0;
     /// 2. `evict_at` above 0 requires `prefill_only` 0 and `ratio_ppm` 0
-    ///    (`prefill` is `None` for the policies without them).
-    pub(crate) fn check(self, policy: &str, prefill: Option<PrefillOptions>) -> Result<()> {
+    ///    (`prefill` is `None` for the policies without them);
+    ///
+    /// then the rules of the context shift ([`SpanOptions::check_context_shift`]).
+    /// `budget` is `None` for `full`, which takes no `context_shift`;
+    /// `sinks` is `None` for a policy without sinks (`window`).
+    pub(crate) fn check(self, policy: &str, prefill: Option<PrefillOptions>, budget: Option<u64>, sinks: Option<u64>) -> Result<()> {
         let refuse = |m: String| Err(Refusal::new(Category::InvalidParameter, format!("{policy}: {m}")));
         if self.span_window > 0 && self.span_chunk > 0 {
             return refuse(format!(
@@ -101,21 +119,62 @@ impl SpanOptions {
                 }
             }
         }
-        Ok(())
+        match budget {
+            Some(budget) => self.check_context_shift(policy, prefill, budget, sinks),
+            None => Ok(()),
+        }
+    }
+
+    /// The rules of the context shift (spec/spans.md#parameters, "Rules of
+    /// the context shift", checked after the rules above; each
+    /// `INVALID_PARAMETER`, naming the parameters):
+    /// 1. `discard` above 0 needs `context_shift` 1;
+    /// 2. `context_shift` 1 needs `evict_at` 0, `prefill_only` 0 and
+    ///    `ratio_ppm` 0 (the shift is its own moment to make room);
+    /// 3. `context_shift` 1 needs `budget - sinks >= 2` (`window`, `sinks`
+    ///    `None`: `budget >= 2`), so a full cache has `n_left >= 2` and
+    ///    `d >= 1` (spec/spans.md#context-shift).
+    ///
+    /// Rules 1 and 2..3 never both apply (one needs `context_shift` 0, the
+    /// others 1), so their order does not change which refusal is given.
+    fn check_context_shift(self, policy: &str, prefill: Option<PrefillOptions>, budget: u64, sinks: Option<u64>) -> Result<()> {
+        let refuse = |m: String| Err(Refusal::new(Category::InvalidParameter, format!("{policy}: {m}")));
+        if !self.context_shift {
+            if self.discard > 0 {
+                return refuse(format!("discard {} needs context_shift 1, got context_shift 0", self.discard));
+            }
+            return Ok(());
+        }
+        let p = prefill.unwrap_or_default();
+        for (name, value) in [("evict_at", self.evict_at as u64), ("prefill_only", p.prefill_only as u64), ("ratio_ppm", p.ratio_ppm as u64)] {
+            if value != 0 {
+                return refuse(format!("context_shift 1 needs {name} 0, got {name} {value}"));
+            }
+        }
+        match sinks {
+            Some(s) if budget < s + 2 => refuse(format!("context_shift 1 needs budget - sinks >= 2, got budget {budget}, sinks {s}")),
+            None if budget < 2 => refuse(format!("context_shift 1 needs budget >= 2, got budget {budget}")),
+            _ => Ok(()),
+        }
     }
 
     /// Does the policy evict after admission (spec/spans.md#when-room-is-made:
-    /// with `evict_at` 1 or 2 it evicts nothing after)?
+    /// with `evict_at` 1 or 2 it evicts nothing after; spec/spans.md#context-shift:
+    /// nor with `context_shift` 1)?
     pub fn evicts_after(self) -> bool {
-        self.evict_at == EvictAt::After
+        self.evict_at == EvictAt::After && !self.context_shift
     }
 
     /// How many positions a set keeping `n`, of which `sinks` are never
     /// evicted, evicts before admitting `c` under `budget`
     /// (spec/spans.md#when-room-is-made): rule 1 until `kept + c <= budget`,
     /// rule 2 until `kept <= budget - 1`, neither taking a sink; 0 with
-    /// `evict_at` 0.
+    /// `evict_at` 0. With `context_shift` 1, the context shift's `d`
+    /// ([`SpanOptions::context_shift_discard`]).
     pub fn evict_before(self, budget: u64, n: usize, c: u64, sinks: usize) -> usize {
+        if self.context_shift {
+            return self.context_shift_discard(budget, n, c, sinks);
+        }
         let n64 = n as u64;
         let over = match self.evict_at {
             EvictAt::After => 0,
@@ -123,6 +182,28 @@ impl SpanOptions {
             EvictAt::BelowBudget => n64.saturating_sub(budget - 1),
         };
         over.min((n - sinks) as u64) as usize
+    }
+
+    /// How many positions a context shift discards before a step admitting
+    /// `c` to a set keeping `n`, of which `sinks` never go
+    /// (spec/spans.md#context-shift). A step that fits (`kept + c <=
+    /// budget`) evicts nothing; otherwise
+    /// 1. `n_left` is the kept positions that may go: every kept non-sink
+    ///    (`streamingllm`), every kept position (`window`, no sinks);
+    /// 2. `d` is `discard` when above 0, else `floor(n_left / 2)`, then
+    ///    `min(d, max(0, n_left - 1))`.
+    ///
+    /// The policy's `choose_victims` takes them oldest first (non-sinks by
+    /// ascending position). One shift per step: this is called once, and a
+    /// chunk that still does not fit is admitted whole (step 3, nothing is
+    /// evicted after: [`SpanOptions::evicts_after`]).
+    pub fn context_shift_discard(self, budget: u64, n: usize, c: u64, sinks: usize) -> usize {
+        if n as u64 + c <= budget {
+            return 0;
+        }
+        let n_left = (n - sinks) as u64;
+        let d = if self.discard > 0 { self.discard } else { n_left / 2 };
+        d.min(n_left.saturating_sub(1)) as usize
     }
 
     /// The lowest position the span rule allows a query at `q`
@@ -504,7 +585,7 @@ mod tests {
         assert!(r.message.contains("position_ids must be in [0, 1]"), "{}", r.message);
         // Every other policy refuses them as unknown.
         for name in ["h2o", "tova", "snapkv", "random"] {
-            for n in ["spans", "span_window", "span_chunk", "evict_at", "position_ids"] {
+            for n in ["spans", "span_window", "span_chunk", "evict_at", "position_ids", "context_shift", "discard"] {
                 let r = refusal(name, &[("budget", 8), (n, 0)]).unwrap();
                 assert_eq!(r.category, Category::InvalidParameter, "{name} {n}");
                 assert!(r.message.contains("unknown parameter"), "{}", r.message);
@@ -522,7 +603,7 @@ mod tests {
             let mut zeros = p.clone();
             zeros.extend([("spans", 0), ("span_window", 0), ("span_chunk", 0)]);
             if name != "full" {
-                zeros.extend([("evict_at", 0), ("position_ids", 0)]);
+                zeros.extend([("evict_at", 0), ("position_ids", 0), ("context_shift", 0), ("discard", 0)]);
             }
             assert_eq!(run(name, &zeros, &sizes), plain, "{name}");
             let mut rules = p.clone();
@@ -568,5 +649,233 @@ mod tests {
         let without = run_scenario("window", &p, 0, &chunks(&[2, 3]));
         assert_eq!(with, without);
         assert_eq!(with.steps[1], rec(&[], 5, 2, &[&[1, 2], &[2, 3], &[3, 4]], &[run_of(0, 4, 0)]));
+    }
+    // spec/spans.md#context-shift (feature contextshift, spec 0.9.0).
+
+    fn shift(discard: u64) -> SpanOptions {
+        SpanOptions { context_shift: true, discard, ..Default::default() }
+    }
+
+    #[test]
+    fn context_shift_discard() {
+        // A step that fits evicts nothing: kept + c <= budget.
+        assert_eq!(shift(0).evict_before(7, 6, 1, 2), 0);
+        assert_eq!(shift(0).evict_before(7, 0, 7, 0), 0);
+        assert_eq!(shift(9).evict_before(7, 5, 2, 2), 0);
+        // d = floor(n_left / 2), n_left the kept non-sinks (window: all kept).
+        assert_eq!(shift(0).evict_before(7, 7, 1, 2), 2);
+        assert_eq!(shift(0).evict_before(4, 4, 1, 0), 2);
+        assert_eq!(shift(0).evict_before(7, 5, 3, 2), 1);
+        // discard above 0 replaces the half, clamped to n_left - 1.
+        assert_eq!(shift(1).evict_before(7, 7, 1, 2), 1);
+        assert_eq!(shift(4).evict_before(7, 5, 3, 2), 2);
+        assert_eq!(shift(u32::MAX as u64).evict_before(7, 7, 1, 2), 4);
+        // max(0, n_left - 1): one that may go is always kept, and with
+        // n_left 1 or 0 nothing goes, whatever discard.
+        assert_eq!(shift(0).evict_before(7, 3, 6, 2), 0);
+        assert_eq!(shift(5).evict_before(7, 3, 6, 2), 0);
+        assert_eq!(shift(5).evict_before(3, 2, 6, 2), 0);
+        // Nothing after admission; evict_at's own rules are not used.
+        assert!(!shift(0).evicts_after());
+        assert!(SpanOptions::default().evicts_after());
+        assert_eq!(SpanOptions::default().context_shift_discard(7, 7, 1, 2), 2);
+    }
+
+    /// spans.md#context-shift, the first worked example: streamingllm
+    /// budget 7, sinks 2, default discard, position_ids 1, decode steps
+    /// 0..20: a shift at steps 7, 9, .., 19 discarding the two oldest
+    /// non-sinks, {2, 3}, {4, 5}, .., {14, 15}.
+    #[test]
+    fn context_shift_decode_worked_example() {
+        let p = [("budget", 7), ("sinks", 2), ("spans", 1), ("position_ids", 1), ("context_shift", 1)];
+        let log = run("streamingllm", &p, &[1; 21]);
+        assert_eq!(log.steps.len(), 21);
+        let mut kept: Vec<u32> = Vec::new();
+        for (t, r) in log.steps.iter().enumerate() {
+            let t = t as u32;
+            let victims: Vec<u32> = if t >= 7 && t % 2 == 1 { vec![t - 5, t - 4] } else { vec![] };
+            assert_eq!(r.victims, victims, "step {t}");
+            assert_eq!(r.query_cache_position as usize, kept.len(), "step {t}");
+            kept.retain(|p| !victims.contains(p));
+            kept.push(t);
+            // The held set is kept after the shift plus the step; nothing
+            // goes after admission.
+            assert_eq!(held_positions(r), kept, "step {t}");
+            assert_eq!(r.kept_count as usize, kept.len(), "step {t}");
+            // Ids are indices in the held set: no gap after a shift.
+            assert_eq!(r.held[0].id, 0, "step {t}");
+            for w in r.held.windows(2) {
+                assert_eq!(w[1].id, w[0].id + (w[0].last - w[0].first) + 1, "step {t}");
+            }
+            // Full causal: the query sees all it holds.
+            let mut spans = vec![];
+            clip(&r.held, 0, t as u64, &mut spans);
+            assert_eq!(r.spans, vec![spans], "step {t}");
+        }
+        // The table's rows, p@id.
+        assert_eq!(log.steps[6].held, vec![run_of(0, 6, 0)]);
+        assert_eq!(log.steps[7].held, vec![run_of(0, 1, 0), run_of(4, 7, 2)]);
+        assert_eq!(log.steps[8].held, vec![run_of(0, 1, 0), run_of(4, 8, 2)]);
+        assert_eq!(log.steps[9].held, vec![run_of(0, 1, 0), run_of(6, 9, 2)]);
+        assert_eq!((log.steps[7].query_cache_position, log.steps[7].kept_count), (7, 6));
+        // After position 20: 0@0 1@1 16@2 17@3 18@4 19@5 20@6.
+        assert_eq!(log.steps[20].held, vec![run_of(0, 1, 0), run_of(16, 20, 2)]);
+        assert_eq!(log.steps[20].spans, vec![vec![0, 1, 16, 20]]);
+        // spans 0 and absolute ids: the same victims and counts (only
+        // evict_at, context_shift and discard change what is kept).
+        let quiet = run("streamingllm", &[("budget", 7), ("sinks", 2), ("context_shift", 1)], &[1; 21]);
+        for (q, s) in quiet.steps.iter().zip(&log.steps) {
+            assert!(q.spans.is_empty() && q.held.is_empty());
+            assert_eq!((&q.victims, q.kept_count, q.query_cache_position), (&s.victims, s.kept_count, s.query_cache_position));
+        }
+        // With absolute ids a held position's id is itself.
+        let abs = run("streamingllm", &[("budget", 7), ("sinks", 2), ("spans", 1), ("context_shift", 1)], &[1; 21]);
+        assert_eq!(abs.steps[20].held, vec![run_of(0, 1, 0), run_of(16, 20, 16)]);
+    }
+
+    /// spans.md#context-shift, the chunk example: budget 7, sinks 2, steps
+    /// of 5, 3, 1; default discard, then discard 4.
+    #[test]
+    fn context_shift_chunk_worked_example() {
+        let base = [("budget", 7), ("sinks", 2), ("spans", 1), ("context_shift", 1)];
+        let log = run("streamingllm", &base, &[5, 3, 1]);
+        let got: Vec<_> = log.steps.iter().map(|r| (r.victims.clone(), held_positions(r), r.kept_count, r.query_cache_position)).collect();
+        assert_eq!(got, vec![
+            (vec![], vec![0, 1, 2, 3, 4], 5, 0),
+            (vec![2], vec![0, 1, 3, 4, 5, 6, 7], 7, 5),
+            (vec![3, 4], vec![0, 1, 5, 6, 7, 8], 6, 7),
+        ]);
+        let p: Vec<_> = base.iter().copied().chain([("discard", 4)]).collect();
+        let log = run("streamingllm", &p, &[5, 3, 1]);
+        let got: Vec<_> = log.steps.iter().map(|r| (r.victims.clone(), held_positions(r), r.kept_count)).collect();
+        assert_eq!(got, vec![
+            (vec![], vec![0, 1, 2, 3, 4], 5),
+            (vec![2, 3], vec![0, 1, 4, 5, 6, 7], 6),
+            (vec![], vec![0, 1, 4, 5, 6, 7, 8], 7),
+        ]);
+        // With position_ids 1 the chunk's first query has the id of the
+        // number kept after the shift: 4 at step 1 (0, 1, 4, 5 before it).
+        let p: Vec<_> = p.into_iter().chain([("position_ids", 1)]).collect();
+        let log = run("streamingllm", &p, &[5, 3, 1]);
+        assert_eq!(log.steps[1].held, vec![run_of(0, 1, 0), run_of(4, 7, 2)]);
+    }
+
+    #[test]
+    fn context_shift_window_and_long_chunks() {
+        // window budget 4, decode steps 0..6: every kept position may go,
+        // d = floor(4 / 2) = 2 at steps 4 and 6.
+        let log = run("window", &[("budget", 4), ("context_shift", 1)], &[1; 7]);
+        assert_eq!(log.steps.iter().map(|r| (r.victims.clone(), r.kept_count)).collect::<Vec<_>>(), vec![
+            (vec![], 1),
+            (vec![], 2),
+            (vec![], 3),
+            (vec![], 4),
+            (vec![0, 1], 3),
+            (vec![], 4),
+            (vec![2, 3], 3),
+        ]);
+        // A chunk longer than one shift's room is admitted whole (at most
+        // one shift per step): chunks 3, 6, 1 under budget 7, sinks 2. At
+        // step 1 n_left is 1, so d is 0 and the cache holds 9 until step 2
+        // shifts 7 non-sinks' half, 3.
+        let log = run("streamingllm", &[("budget", 7), ("sinks", 2), ("context_shift", 1)], &[3, 6, 1]);
+        assert_eq!(log.steps.iter().map(|r| (r.victims.clone(), r.kept_count)).collect::<Vec<_>>(), vec![
+            (vec![], 3),
+            (vec![], 9),
+            (vec![2, 3, 4], 7),
+        ]);
+        // window: a first chunk above the budget is kept whole; the next
+        // step shifts half of it, once, and still does not fit.
+        let log = run("window", &[("budget", 3), ("context_shift", 1), ("discard", 1)], &[5, 4, 1]);
+        assert_eq!(log.steps.iter().map(|r| (r.victims.clone(), r.kept_count)).collect::<Vec<_>>(), vec![
+            (vec![], 5),
+            (vec![0], 8),
+            (vec![1], 8),
+        ]);
+        // The smallest budgets the rules allow keep decode steps within it.
+        let log = run("window", &[("budget", 2), ("context_shift", 1)], &[1; 6]);
+        assert!(log.steps.iter().skip(2).all(|r| r.victims.len() == 1 && r.kept_count == 2));
+        let log = run("streamingllm", &[("budget", 4), ("sinks", 2), ("context_shift", 1)], &[1; 8]);
+        assert!(log.steps.iter().all(|r| r.kept_count <= 4));
+        assert_eq!(log.steps[4].victims, vec![2]);
+    }
+
+    #[test]
+    fn context_shift_heads_and_prefill_steps() {
+        // One kept set whatever the heads; a prefill step's query rows are
+        // checked and ignored; both take the shift like a plain step.
+        let p = params(&[("budget", 7), ("sinks", 2), ("spans", 1), ("position_ids", 1), ("context_shift", 1)]);
+        let plain = run_scenario("streamingllm", &p, 0, &chunks(&[5, 3, 1]));
+        let heads = HeadCounts { query: 4, kv: 2 };
+        let multi = Scenario::Steps(vec![ScenarioStep::per_head(5, vec![]), ScenarioStep::per_head(3, vec![vec![0.2; 5]; 4]), ScenarioStep::per_head(1, vec![vec![0.1; 8]; 4])]);
+        assert_eq!(run_scenario_with_heads("streamingllm", &p, 0, heads, &multi), plain);
+        let prefill = Scenario::Steps(vec![ScenarioStep::prefill(5, vec![vec![0.5; 5]]), ScenarioStep::prefill(3, vec![vec![0.5; 7], vec![0.5; 8]]), ScenarioStep::single(1, None)]);
+        assert_eq!(run_scenario("streamingllm", &p, 0, &prefill), plain);
+        // On a trace: every step a decode step; budget 6 with no sinks
+        // discards 3 when full, so a shift every third step.
+        let trace = Scenario::Trace(TraceParams::canonical(30));
+        let log = run_scenario("window", &params(&[("budget", 6), ("context_shift", 1)]), 0, &trace);
+        assert!(log.rejection.is_none());
+        let shifts: Vec<usize> = log.steps.iter().enumerate().filter(|(_, r)| !r.victims.is_empty()).map(|(t, _)| t).collect();
+        assert_eq!(shifts, vec![6, 9, 12, 15, 18, 21, 24, 27]);
+        assert!(log.steps.iter().all(|r| r.kept_count <= 6));
+    }
+
+    #[test]
+    fn context_shift_parameters() {
+        use crate::error::Category;
+        let refusal = |name: &str, p: &[(&str, i64)]| crate::policies::build(name, &params(p), 0).err();
+        let refused = |name: &str, p: &[(&str, i64)]| refusal(name, p).map(|r| r.category);
+        let bad = Some(Category::InvalidParameter);
+        let names = |name: &str, p: &[(&str, i64)], want: &[&str]| {
+            let r = refusal(name, p).unwrap_or_else(|| panic!("{name} {p:?} accepted"));
+            assert_eq!(r.category, Category::InvalidParameter, "{name} {p:?}");
+            for n in want {
+                assert!(r.message.contains(n), "{name} {p:?}: {}", r.message);
+            }
+        };
+        for (name, base) in [("window", vec![("budget", 8)]), ("streamingllm", vec![("budget", 8), ("sinks", 2)])] {
+            let with = |more: &[(&'static str, i64)]| base.iter().copied().chain(more.iter().copied()).collect::<Vec<_>>();
+            // Ranges: context_shift [0, 1], discard [0, 2^32 - 1].
+            for (n, v) in [("context_shift", 2), ("context_shift", -1), ("discard", -1), ("discard", 1i64 << 32)] {
+                assert_eq!(refused(name, &with(&[("context_shift", 1), (n, v)])), bad, "{name} {n} {v}");
+            }
+            assert_eq!(refused(name, &with(&[("context_shift", 1), ("discard", u32::MAX as i64)])), None);
+            assert_eq!(refused(name, &with(&[("context_shift", 1), ("position_ids", 1), ("spans", 1), ("span_window", 3)])), None);
+            // discard above 0 needs context_shift 1.
+            names(name, &with(&[("discard", 1)]), &["discard", "context_shift"]);
+            names(name, &with(&[("discard", 3), ("context_shift", 0)]), &["discard", "context_shift"]);
+            assert_eq!(refused(name, &with(&[("discard", 0), ("context_shift", 0)])), None);
+            // context_shift 1 needs evict_at 0.
+            for e in [1, 2] {
+                names(name, &with(&[("context_shift", 1), ("evict_at", e)]), &["context_shift", "evict_at"]);
+            }
+        }
+        // streamingllm: context_shift 1 needs prefill_only 0 and ratio_ppm 0.
+        names("streamingllm", &[("budget", 8), ("sinks", 2), ("prefill_only", 1), ("context_shift", 1)], &["context_shift", "prefill_only"]);
+        names("streamingllm", &[("budget", 8), ("sinks", 2), ("ratio_ppm", 500_000), ("context_shift", 1)], &["context_shift", "ratio_ppm"]);
+        // Without context_shift they are what they were.
+        assert_eq!(refused("streamingllm", &[("budget", 8), ("sinks", 2), ("prefill_only", 1), ("ratio_ppm", 500_000)]), None);
+        // budget - sinks >= 2 (streamingllm), budget >= 2 (window).
+        names("streamingllm", &[("budget", 3), ("sinks", 2), ("context_shift", 1)], &["context_shift", "budget", "sinks"]);
+        names("streamingllm", &[("budget", 1), ("sinks", 0), ("context_shift", 1)], &["context_shift", "budget", "sinks"]);
+        assert_eq!(refused("streamingllm", &[("budget", 4), ("sinks", 2), ("context_shift", 1)]), None);
+        assert_eq!(refused("streamingllm", &[("budget", 2), ("sinks", 0), ("context_shift", 1)]), None);
+        assert_eq!(refused("streamingllm", &[("budget", 3), ("sinks", 2)]), None);
+        names("window", &[("budget", 1), ("context_shift", 1)], &["context_shift", "budget"]);
+        assert_eq!(refused("window", &[("budget", 2), ("context_shift", 1)]), None);
+        assert_eq!(refused("window", &[("budget", 1)]), None);
+        // Checked after the span rules and the card's own.
+        let r = refusal("streamingllm", &[("budget", 8), ("sinks", 2), ("prefill_only", 1), ("evict_at", 1), ("context_shift", 1)]).unwrap();
+        assert!(r.message.contains("evict_at above 0 requires prefill_only 0"), "{}", r.message);
+        let r = refusal("window", &[("budget", 1), ("span_window", 2), ("span_chunk", 2), ("context_shift", 1)]).unwrap();
+        assert!(r.message.contains("span_window and span_chunk"), "{}", r.message);
+        let r = refusal("streamingllm", &[("budget", 2), ("sinks", 2), ("context_shift", 1)]).unwrap();
+        assert!(r.message.contains("sinks must be below budget"), "{}", r.message);
+        // full takes neither (it has no moment to make room).
+        for n in ["context_shift", "discard"] {
+            let r = refusal("full", &[(n, 0)]).unwrap();
+            assert!(r.message.contains("unknown parameter"), "{}", r.message);
+        }
     }
 }

@@ -124,8 +124,9 @@ class Policy:
         if attention is not None:
             self.record(attention)
         # spec/spans.md#when-room-is-made: `evict_at` 1 or 2 evicts before
-        # admitting, and nothing after.
-        evict_after = self.params.get("evict_at", 0) == 0
+        # admitting, and nothing after; so does `context_shift` 1, only when
+        # the step does not fit (spec/spans.md#context-shift).
+        evict_after = self.params.get("evict_at", 0) == 0 and self.params.get("context_shift", 0) == 0
         before = [] if evict_after else self.evict_before(count)
         # spec/prefill.md#the-prefill-step: 1. admit, 2. record the query
         # rows, 3. evict by the step budget.
@@ -168,7 +169,8 @@ class Policy:
 
     def evict_before(self, count: int) -> List[int]:
         """Evict before admitting a step of `count` positions, with
-        `evict_at` 1 or 2 (spec/spans.md#when-room-is-made); returns the
+        `evict_at` 1 or 2 (spec/spans.md#when-room-is-made) or
+        `context_shift` 1 (spec/spans.md#context-shift); returns the
         victims, ascending."""
         return []
 

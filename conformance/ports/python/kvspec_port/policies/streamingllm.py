@@ -16,11 +16,18 @@ With `evict_at` 1 or 2 (spec/spans.md#when-room-is-made) it makes room
 before admitting instead, taking non-sinks by ascending position and never
 a sink, and evicts nothing after; those require `prefill_only` 0 and
 `ratio_ppm` 0, so the budget is always `budget` then.
+
+With `context_shift` 1 (spec/spans.md#context-shift) it makes room before
+admitting only when the step does not fit: the oldest d of the kept
+non-sinks in one block (llama.cpp's shift), never a sink; it too requires
+`prefill_only` 0 and `ratio_ppm` 0, so no sink is ever evicted then.
 """
 
 from ..errors import INVALID_PARAMETER, Refusal
 from ..prefill import PREFILL_ONLY, RATIO_PPM
-from ..spans import EVICT_AT, POSITION_IDS, SPAN_CHUNK, SPAN_WINDOW, SPANS, check_span_relations
+from ..spans import (CONTEXT_SHIFT, DISCARD, EVICT_AT, POSITION_IDS, SPAN_CHUNK, SPAN_WINDOW, SPANS,
+                     check_context_shift_relations, check_span_relations, context_shift_discard,
+                     shift_needed)
 from .base import BUDGET, U32_MAX, BudgetPolicy
 
 
@@ -28,7 +35,7 @@ class StreamingLlmPolicy(BudgetPolicy):
     NAME = "streamingllm"
     # spec/spans.md#parameters: after the card's own.
     PARAMS = (BUDGET, ("sinks", 4, 0, U32_MAX - 1), PREFILL_ONLY, RATIO_PPM,
-              SPANS, SPAN_WINDOW, SPAN_CHUNK, EVICT_AT, POSITION_IDS)
+              SPANS, SPAN_WINDOW, SPAN_CHUNK, EVICT_AT, POSITION_IDS, CONTEXT_SHIFT, DISCARD)
 
     @classmethod
     def check_relations(cls, values):
@@ -39,8 +46,10 @@ class StreamingLlmPolicy(BudgetPolicy):
                 f"budget {values['budget']}",
             )
         # spec/prefill.md's rules relate recent_window and adaptive, which
-        # streamingllm does not take: none applies. Then spec/spans.md's.
+        # streamingllm does not take: none applies. Then spec/spans.md's,
+        # then the context shift's (budget - sinks >= 2).
         check_span_relations(cls.NAME, values)
+        check_context_shift_relations(cls.NAME, values, values["sinks"])
 
     def __init__(self, params, rng):
         super().__init__(params, rng)
@@ -62,6 +71,17 @@ class StreamingLlmPolicy(BudgetPolicy):
         # than budget - sinks takes every non-sink and stays whole.
         kept = self.kept
         ns = self.sinks_kept
+        if self.params["context_shift"] == 1:
+            # spec/spans.md#context-shift: only when kept + count > budget;
+            # n_left = the kept non-sinks, the oldest d of them go (slots
+            # ns .. ns + d - 1), never a sink; at most one shift, and a chunk
+            # that still does not fit stays whole.
+            if not shift_needed(len(kept), count, self.budget):
+                return []
+            d = context_shift_discard(len(kept) - ns, self.params["discard"])
+            victims = kept[ns:ns + d]
+            del kept[ns:ns + d]
+            return victims
         if self.params["evict_at"] == 1:
             k = len(kept) + count - self.budget
         else:

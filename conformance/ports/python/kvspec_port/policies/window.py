@@ -2,20 +2,25 @@
 
 With `evict_at` 1 or 2 (spec/spans.md#when-room-is-made) it makes room
 before admitting instead, taking the oldest, and evicts nothing after.
+With `context_shift` 1 (spec/spans.md#context-shift) it does so only when
+the step does not fit, in one block of the oldest kept positions.
 """
 
-from ..spans import EVICT_AT, POSITION_IDS, SPAN_CHUNK, SPAN_WINDOW, SPANS, check_span_relations
+from ..spans import (CONTEXT_SHIFT, DISCARD, EVICT_AT, POSITION_IDS, SPAN_CHUNK, SPAN_WINDOW, SPANS,
+                     check_context_shift_relations, check_span_relations, context_shift_discard,
+                     shift_needed)
 from .base import BUDGET, BudgetPolicy
 
 
 class WindowPolicy(BudgetPolicy):
     NAME = "window"
     # spec/spans.md#parameters: after the card's own.
-    PARAMS = (BUDGET, SPANS, SPAN_WINDOW, SPAN_CHUNK, EVICT_AT, POSITION_IDS)
+    PARAMS = (BUDGET, SPANS, SPAN_WINDOW, SPAN_CHUNK, EVICT_AT, POSITION_IDS, CONTEXT_SHIFT, DISCARD)
 
     @classmethod
     def check_relations(cls, values):
         check_span_relations(cls.NAME, values)
+        check_context_shift_relations(cls.NAME, values)  # window: budget >= 2
 
     def evict(self, m=None):  # a prefill step is a step like any other (spec/prefill.md)
         kept = self.kept
@@ -31,6 +36,16 @@ class WindowPolicy(BudgetPolicy):
         # kept + count <= budget (`evict_at` 1, room for the step) or
         # kept <= budget - 1 (`evict_at` 2, whatever the step's length).
         kept = self.kept
+        if self.params["context_shift"] == 1:
+            # spec/spans.md#context-shift: only when kept + count > budget;
+            # every kept position may go (n_left = kept), the oldest d go, at
+            # most one shift, and a chunk that still does not fit stays whole.
+            if not shift_needed(len(kept), count, self.budget):
+                return []
+            d = context_shift_discard(len(kept), self.params["discard"])
+            victims = kept[:d]
+            del kept[:d]
+            return victims
         if self.params["evict_at"] == 1:
             k = len(kept) + count - self.budget
         else:

@@ -15,7 +15,7 @@ impl Full {
     pub fn configure(params: &[(String, i64)]) -> Result<Self> {
         let v = resolve_params("full", &FULL_SPAN_PARAMS, params)?;
         let spans = SpanOptions::from_params(&FULL_SPAN_PARAMS, &v);
-        spans.check("full", None)?;
+        spans.check("full", None, None, None)?;
         Ok(Full { spans })
     }
 }

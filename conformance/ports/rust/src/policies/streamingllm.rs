@@ -38,7 +38,7 @@ impl StreamingLlm {
         let prefill = prefill_options(&v[2..4]);
         check_prefill_rules("streamingllm", None, false, prefill, None)?;
         let spans = SpanOptions::from_params(&SPAN_PARAMS, &v[4..]);
-        spans.check("streamingllm", Some(prefill))?;
+        spans.check("streamingllm", Some(prefill), Some(budget as u64), Some(sinks as u64))?;
         Ok(StreamingLlm { budget: budget as u64, sinks: sinks as u64, prefill, spans, admitted: 0, sink: Vec::new() })
     }
 }
@@ -66,7 +66,10 @@ impl Policy for StreamingLlm {
     /// a step budget above `sinks` these are `kept[S : S + k]`, the card's
     /// rule (spec/policies/streamingllm.md#how-it-works). Before admission
     /// (`evict_at` above 0) `k` is at most the non-sinks kept, so these are
-    /// non-sinks by ascending position (spec/spans.md#when-room-is-made).
+    /// non-sinks by ascending position (spec/spans.md#when-room-is-made);
+    /// so too with `context_shift` 1, whose `d` is at most the kept
+    /// non-sinks minus one: the oldest `d` non-sinks
+    /// (spec/spans.md#context-shift).
     fn choose_victims(&mut self, _kept: &[u32], k: usize) -> Selection {
         let non_sinks = (0..self.sink.len()).filter(|&i| !self.sink[i]);
         let sinks = (0..self.sink.len()).filter(|&i| self.sink[i]);

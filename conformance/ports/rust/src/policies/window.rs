@@ -16,7 +16,7 @@ impl Window {
         let specs: Vec<ParamSpec> = [BUDGET].iter().chain(SPAN_PARAMS.iter()).copied().collect();
         let v = resolve_params("window", &specs, params)?;
         let spans = SpanOptions::from_params(&SPAN_PARAMS, &v[1..]);
-        spans.check("window", None)?;
+        spans.check("window", None, Some(v[0] as u64), None)?;
         Ok(Window { budget: v[0] as u64, spans })
     }
 }
@@ -32,7 +32,9 @@ impl Policy for Window {
     fn admit(&mut self, _count: usize) {}
     /// The `k` oldest kept positions (spec/policies/window.md#how-it-works),
     /// after admission or, with `evict_at` above 0, before it
-    /// (spec/spans.md#when-room-is-made: `window` takes the oldest).
+    /// (spec/spans.md#when-room-is-made: `window` takes the oldest), or
+    /// with `context_shift` 1 the shift's `d` oldest, every kept position
+    /// being one that may go (spec/spans.md#context-shift).
     fn choose_victims(&mut self, _kept: &[u32], k: usize) -> Selection {
         Selection { victims: (0..k).collect(), cut: Vec::new() }
     }
