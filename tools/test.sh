@@ -14,13 +14,13 @@
 # tools/kvpress/disagreements.txt), then each engine adapter's check
 # (conformance/engines/*/check.sh: transformers 5.2.0 and mlx-lm 0.32.2
 # driven through the runner, every deviation listed in their expectation
-# files), and ends with one line, "tests: N
-# passed, N failed", counting test cases (GoogleTest cases, one per shell
-# test target, one per determinism configuration, unit tests and
-# conformance cases of each port, search cases that agreed and blind-spot
-# mutants the search found, one per old port and per recipe, the
-# kvpress check's self-test checks and vector cases, the cases each engine
-# adapter passed).
+# files; llama.cpp's only when its setup.sh was run, else "not run"), and
+# ends with one line, "tests: N passed, N failed", counting test cases
+# (GoogleTest cases, one per shell test target, one per determinism
+# configuration, unit tests and conformance cases of each port, search
+# cases that agreed and blind-spot mutants the search found, one per old
+# port and per recipe, the kvpress check's self-test checks and vector
+# cases, the cases each engine adapter passed).
 #
 #   tools/test.sh [extra bazel test flags]
 set -uo pipefail
@@ -84,6 +84,10 @@ for engine in transformers mlx-lm; do
   extra+=("$(grep -E "^$engine-adapter: [0-9]+ passed, [0-9]+ failed" "$engines" | tail -1 || true)")
   [[ -n "${extra[-1]}" ]] || extra[-1]="$engine-adapter: 0 passed, 1 failed (no closing line)"
 done
+# llama.cpp: run when its setup.sh has built llama-cpp-python (21 minutes,
+# not in CI); otherwise its check says so in a "not run (...)" line.
+extra+=("$(grep -E '^llama\.cpp-adapter: ([0-9]+ passed, [0-9]+ failed|not run \()' "$engines" | tail -1 || true)")
+[[ -n "${extra[-1]}" ]] || extra[-1]='llama.cpp-adapter: 0 passed, 1 failed (no closing line)'
 python3 tools/test_summary.py "$log" "$(bazel info bazel-testlogs 2>/dev/null)" "${extra[@]}"
 [[ $status -eq 0 && $determinism_status -eq 0 && $ports_status -eq 0 && $search_status -eq 0 \
    && $old_status -eq 0 \
