@@ -1,9 +1,10 @@
 #!/bin/bash
 # The Python port as this project shipped it at each earlier spec version,
 # taken unchanged from git history, run by today's runner against today's
-# vectors (spec/features.md). Each declares its own spec version and no
-# features, ignores the wire fields it does not know, and must get no
-# failure: every case it cannot run is reported `not run`, not failed.
+# vectors (spec/features.md). Each declares its own spec version (and,
+# from 0.7.0 on, its features; before, none), ignores the wire fields it
+# does not know, and must get no failure: every case it cannot run is
+# reported `not run`, not failed.
 #
 #   tools/old_ports.sh [runner]     (default: bazel's -c opt runner, built)
 #
@@ -19,6 +20,8 @@ VERSIONS=(
   "0.4.0 54e80fb"
   "0.5.0 eeccc4f"
   "0.6.0 f49c309"
+  "0.7.0 5abcd81"
+  "0.8.0 55323d7"
 )
 runner="${1:-}"
 if [[ -z "$runner" ]]; then
