@@ -29,26 +29,28 @@ What is llama.cpp's and what is transcribed:
     non-SWA cache (src/llama-kv-cache.cpp, set_input_kq_mask_impl: a key is
     masked when p0 > p1, and SWA masking is off for this model): a query
     attends to every held cell whose pos is at most its own.
+
+The protocol (frames, hello, the request loop, the UNKNOWN_POLICY answer)
+is ../common/engine_port.py, shared by every engine adapter.
 """
 
 import ctypes
 import os
 import struct
 import sys
-import traceback
 
 # Frames go to a private copy of fd 1; fd 1 itself is pointed at stderr, so
 # nothing llama.cpp's C code might print can land between frames.
 _FRAMES = os.fdopen(os.dup(1), "wb")
 os.dup2(2, 1)
 
-# The generated protobuf modules of the Python port (protoc 3.21.12); the
-# protobuf 7.36.2 runtime loads them unchanged (as the mlx-lm adapter does).
+# The shared protocol code, and through it the Python port's generated
+# protobuf modules (protoc 3.21.12), which the protobuf 7.36.2 runtime loads
+# unchanged (as the mlx-lm adapter does).
 sys.dont_write_bytecode = True
 _HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(_HERE, "..", "..", "ports", "python", "kvspec_port", "_gen"))
-from spec import conformance_pb2 as cpb  # noqa: E402
-from spec import kvspec_pb2 as kpb  # noqa: E402
+sys.path.insert(0, os.path.join(_HERE, "..", "common"))
+from engine_port import NO_VALIDATION, U32, Port, Skip, kpb, position_runs, read_card  # noqa: E402
 
 import numpy as np  # noqa: E402
 import llama_cpp as L  # noqa: E402
@@ -65,19 +67,13 @@ MAX_BUDGET = 16383    # the adapter's contexts: n_ctx up to 16384 cells
 # kvspec's parameter card for streamingllm with spans.md's parameters
 # (spec/policies/streamingllm.md, spec/spans.md#parameters): name, default,
 # min, max. Used only to refuse to answer: the engine validates none of them.
-U32 = 2**32 - 1
 CARD = [("budget", 512, 1, U32), ("sinks", 4, 0, U32 - 1), ("prefill_only", 0, 0, 1),
         ("ratio_ppm", 0, 0, 999999), ("spans", 0, 0, 1), ("span_window", 0, 0, U32),
         ("span_chunk", 0, 0, U32), ("evict_at", 0, 0, 2), ("position_ids", 0, 0, 1),
         ("context_shift", 0, 0, 1), ("discard", 0, 0, U32)]
-NO_VALIDATION = "the engine does not validate kvspec configurations"
 NO_SCENARIO_VALIDATION = "the engine does not validate kvspec scenarios"
 NO_SHIFT = ("llama.cpp makes room only by its context shift (context_shift 1, evict_at 0: "
             "server-context.cpp pre_decode); it has no cache for context_shift 0")
-
-
-class Skip(Exception):
-    """The case needs something the engine cannot express."""
 
 
 class AdapterError(Exception):
@@ -87,15 +83,7 @@ class AdapterError(Exception):
 def configure(policy):
     """The case's parameters -> (n_ctx, n_keep, n_discard) of a server slot
     (spec/spans.md#presets, streamingllm:preset=llama.cpp-0c1e570), or Skip."""
-    names = {c[0] for c in CARD}
-    given = {}
-    for p in policy.parameters:
-        if p.name not in names or p.name in given:
-            raise Skip(NO_VALIDATION)  # unknown or repeated parameter
-        given[p.name] = p.value
-    v = {name: given.get(name, default) for name, default, _, _ in CARD}
-    if any(not lo <= v[name] <= hi for name, _, lo, hi in CARD):
-        raise Skip(NO_VALIDATION)  # a parameter out of its range
+    v = read_card(CARD, policy.parameters)
     if v["sinks"] >= v["budget"] or (v["span_window"] and v["span_chunk"]) or (
             v["evict_at"] and (v["prefill_only"] or v["ratio_ppm"])):
         raise Skip(NO_VALIDATION)  # a rule between parameters fails
@@ -327,18 +315,6 @@ def held_cells(c, tokens):
     return sorted(zip(tokens_of(v, guess).tolist(), pos.tolist()), key=lambda x: x[1])
 
 
-def runs(pairs):
-    """Sorted (position, id) pairs -> maximal runs [first, last, id of first],
-    split also where the ids stop counting up with the positions."""
-    out = []
-    for p, i in sorted(pairs):
-        if out and p == out[-1][1] + 1 and i == out[-1][3] + 1:
-            out[-1][1], out[-1][3] = p, i
-        else:
-            out.append([p, p, i, i])
-    return [r[:3] for r in out]
-
-
 def run_case(req):
     n_ctx, n_keep_param, n_discard_param, spans = configure(req.policy)
     check_scenario(req.scenario)
@@ -406,82 +382,18 @@ def run_case(req):
             where = dict(now)
             for q in admitted:
                 r = sr.spans.add()
-                for first, last, _ in runs([(p, i) for p, i in now if i <= where[q]]):
+                for first, last, _ in position_runs([(p, i) for p, i in now if i <= where[q]]):
                     r.ranges.extend([first, last])
-            for first, last, pid in runs(now):
+            for first, last, pid in position_runs(now):
                 h = sr.held.add()
                 h.first, h.last, h.id = first, last, pid
         held = now
     return log
 
 
-def handle(req):
-    out = cpb.PortMessage()
-    resp = out.response
-    resp.seq = req.seq
-    if req.policy.name not in POLICIES:
-        # spec/protocol.md: every port refuses a name it does not implement
-        # (the runner sends it only the names kvspec does not register).
-        resp.log.rejection.category = kpb.UNKNOWN_POLICY
-        resp.log.rejection.step = -1
-        resp.log.rejection.message = f"unknown policy '{req.policy.name}'"
-        return out
-    try:
-        resp.log.CopyFrom(run_case(req))
-    except Skip as e:
-        resp.skipped.reason = str(e)
-    except Exception:  # the engine or the cross-checks failed: an error, not a crash
-        resp.error.message = traceback.format_exc()
-    return out
-
-
-def read_frame(f):
-    head = f.read(4)
-    if not head:
-        return None
-    if len(head) < 4:
-        raise EOFError("truncated frame header")
-    size = struct.unpack("<I", head)[0]
-    body = f.read(size)
-    if len(body) < size:
-        raise EOFError("truncated frame")
-    return body
-
-
-def write_frame(f, msg):
-    body = msg.SerializeToString()
-    f.write(struct.pack("<I", len(body)) + body)
-    f.flush()
-
-
-def main():
-    stdin, stdout = sys.stdin.buffer, _FRAMES
-    sys.stdout = sys.stderr  # nothing but frames on the runner's stdout
-    while (body := read_frame(stdin)) is not None:
-        msg = cpb.RunnerMessage()
-        msg.ParseFromString(body)
-        kind = msg.WhichOneof("message")
-        if kind == "hello":
-            out = cpb.PortMessage()
-            h = out.hello
-            h.protocol_version = 1
-            h.spec_version = SPEC_VERSION
-            h.port_name = NAME
-            h.language = "python"
-            h.port_version = "llama-cpp-python " + L.__version__ + " (llama.cpp 0c1e570)"
-            h.policies.extend(POLICIES)
-            h.features.extend(FEATURES)
-            write_frame(stdout, out)
-        elif kind == "request":
-            reply = handle(msg.request)
-            kind = reply.response.WhichOneof("result")
-            print(f"{NAME}: #{msg.request.seq} {msg.request.case_id}: {kind}", file=sys.stderr)
-            write_frame(stdout, reply)
-        else:
-            print(f"{NAME}: unknown runner message {kind!r}", file=sys.stderr)
-            return 1
-    return 0
+PORT = Port(NAME, SPEC_VERSION, "llama-cpp-python " + L.__version__ + " (llama.cpp 0c1e570)",
+            POLICIES, FEATURES, run_case)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(PORT.serve(frames=_FRAMES))

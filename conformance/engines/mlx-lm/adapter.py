@@ -18,20 +18,21 @@ The pattern, for porting to another engine:
      read the keys it returns, read the mask by running the engine's own
      attention with uniform scores, read what it holds afterwards;
   4. report victims / kept / query position (and spans / held with `spans` 1).
+
+The protocol (frames, hello, the request loop, the UNKNOWN_POLICY answer)
+is ../common/engine_port.py, shared by every engine adapter.
 """
 
 import os
-import struct
 import sys
-import traceback
 
-# The generated protobuf modules of the Python port (protoc 3.21.12); the
-# protobuf 7.36.2 runtime mlx-lm pulls loads them unchanged (README.md).
+# The shared protocol code, and through it the Python port's generated
+# protobuf modules (protoc 3.21.12), which the protobuf 7.36.2 runtime mlx-lm
+# pulls loads unchanged (README.md).
 sys.dont_write_bytecode = True  # write no __pycache__ into the Python port's folder
 _HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(_HERE, "..", "..", "ports", "python", "kvspec_port", "_gen"))
-from spec import conformance_pb2 as cpb  # noqa: E402
-from spec import kvspec_pb2 as kpb  # noqa: E402
+sys.path.insert(0, os.path.join(_HERE, "..", "common"))
+from engine_port import NO_VALIDATION, U32, Port, Skip, kpb, position_runs, read_card  # noqa: E402
 
 import mlx.core as mx  # noqa: E402
 import mlx_lm  # noqa: E402
@@ -46,7 +47,6 @@ FEATURES = ["decode", "spans"]
 # kvspec's parameter cards (spec/policies/window.md, streamingllm.md,
 # spans.md#parameters): name, default, min, max. Used only to refuse to
 # answer: the engine validates none of them.
-U32 = 2**32 - 1
 _SPANS = [("spans", 0, 0, 1), ("span_window", 0, 0, U32), ("span_chunk", 0, 0, U32),
           ("evict_at", 0, 0, 2), ("position_ids", 0, 0, 1)]
 CARDS = {
@@ -54,25 +54,11 @@ CARDS = {
     "streamingllm": [("budget", 512, 1, U32), ("sinks", 4, 0, U32 - 1),
                      ("prefill_only", 0, 0, 1), ("ratio_ppm", 0, 0, 999999)] + _SPANS,
 }
-NO_VALIDATION = "the engine does not validate kvspec configurations"
-
-
-class Skip(Exception):
-    """The case needs something the engine cannot express."""
 
 
 def configure(policy):
     """The case's parameters -> RotatingKVCache arguments, or Skip."""
-    card = CARDS[policy.name]
-    names = {c[0] for c in card}
-    given = {}
-    for p in policy.parameters:
-        if p.name not in names or p.name in given:
-            raise Skip(NO_VALIDATION)  # unknown or repeated parameter
-        given[p.name] = p.value
-    v = {name: given.get(name, default) for name, default, _, _ in card}
-    if any(not lo <= v[name] <= hi for name, _, lo, hi in card):
-        raise Skip(NO_VALIDATION)  # a parameter out of its range
+    v = read_card(CARDS[policy.name], policy.parameters)
     sinks = v.get("sinks", 0)
     if sinks >= v["budget"] or (v["span_window"] and v["span_chunk"]) or (
             v["evict_at"] and (v.get("prefill_only") or v.get("ratio_ppm"))):
@@ -120,18 +106,6 @@ def held(cache):
     return [(int(p), int(i)) for p, i in keys[0, 0].tolist()]
 
 
-def runs(pairs):
-    """Sorted (position, id) pairs -> maximal runs [first, last, id of first],
-    split also where the ids stop counting up with the positions."""
-    out = []
-    for p, i in sorted(pairs):
-        if out and p == out[-1][1] + 1 and i == out[-1][3] + 1:
-            out[-1][1], out[-1][3] = p, i
-        else:
-            out.append([p, p, i, i])
-    return [r[:3] for r in out]
-
-
 def run_case(req):
     budget, sinks, spans = configure(req.policy)
     check_scenario(req.scenario)
@@ -174,78 +148,17 @@ def run_case(req):
             for row in w[0, 0].tolist():
                 seen = [returned[j] for j in range(T) if row[j] > 0]
                 r = sr.spans.add()
-                for first, last, _ in runs(seen):
+                for first, last, _ in position_runs(seen):
                     r.ranges.extend([first, last])
-            for first, last, pid in runs(returned):
+            for first, last, pid in position_runs(returned):
                 h = sr.held.add()
                 h.first, h.last, h.id = first, last, pid
     return log
 
 
-def handle(req):
-    out = cpb.PortMessage()
-    resp = out.response
-    resp.seq = req.seq
-    if req.policy.name not in CARDS:  # spec/protocol.md: every port refuses it
-        resp.log.rejection.category = kpb.UNKNOWN_POLICY
-        resp.log.rejection.step = -1
-        resp.log.rejection.message = f"unknown policy '{req.policy.name}'"
-        return out
-    try:
-        resp.log.CopyFrom(run_case(req))
-    except Skip as e:
-        resp.skipped.reason = str(e)
-    except Exception:  # the engine failed on this case: an error, not a crash
-        resp.error.message = traceback.format_exc()
-    return out
-
-
-def read_frame(f):
-    head = f.read(4)
-    if not head:
-        return None
-    if len(head) < 4:
-        raise EOFError("truncated frame header")
-    body = f.read(struct.unpack("<I", head)[0])
-    if len(body) < struct.unpack("<I", head)[0]:
-        raise EOFError("truncated frame")
-    return body
-
-
-def write_frame(f, msg):
-    body = msg.SerializeToString()
-    f.write(struct.pack("<I", len(body)) + body)
-    f.flush()
-
-
-def main():
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout = sys.stderr  # nothing but frames on stdout
-    while (body := read_frame(stdin)) is not None:
-        msg = cpb.RunnerMessage()
-        msg.ParseFromString(body)
-        kind = msg.WhichOneof("message")
-        if kind == "hello":
-            out = cpb.PortMessage()
-            h = out.hello
-            h.protocol_version = 1
-            h.spec_version = SPEC_VERSION
-            h.port_name = NAME
-            h.language = "python"
-            h.port_version = mlx_lm.__version__  # 0.32.2, pinned in requirements.txt
-            h.policies.extend(POLICIES)
-            h.features.extend(FEATURES)
-            write_frame(stdout, out)
-        elif kind == "request":
-            reply = handle(msg.request)
-            kind = reply.response.WhichOneof("result")
-            print(f"{NAME}: #{msg.request.seq} {msg.request.case_id}: {kind}", file=sys.stderr)
-            write_frame(stdout, reply)
-        else:
-            print(f"{NAME}: unknown runner message {kind!r}", file=sys.stderr)
-            return 1
-    return 0
+PORT = Port(NAME, SPEC_VERSION, mlx_lm.__version__,  # 0.32.2, pinned in requirements.txt
+            POLICIES, FEATURES, run_case)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(PORT.serve())

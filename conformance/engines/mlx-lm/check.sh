@@ -1,39 +1,17 @@
 #!/bin/bash
 # Runs the mlx-lm adapter through the conformance runner against every
-# vector, with mlx-lm.expectations, from the repository root. Prints the
-# runner's tail and, last, "mlx-lm-adapter: P passed, F failed": P the cases
-# the runner passed, F its unexpected outcomes (new failures, changed
-# failures, unexpected passes, stale entries: its "FAIL:" lines; at least 1
-# when the runner exits non-zero). The mismatches and skips that
-# mlx-lm.expectations lists are in neither count (the runner's tail shows
-# them), nor are the cases "not run" (policies and features the adapter
-# does not declare).
+# vector, with mlx-lm.expectations, from the repository root
+# (../common/check_adapter.sh). Prints the runner's tail and, last,
+# "mlx-lm-adapter: P passed, F failed": P the cases the runner passed, F its
+# unexpected outcomes (new failures, changed failures, unexpected passes,
+# stale entries: its "FAIL:" lines; at least 1 when the runner exits
+# non-zero). The mismatches and skips that mlx-lm.expectations lists are in
+# neither count (the runner's tail shows them), nor are the cases "not run"
+# (policies and features the adapter does not declare).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-cd "$here/../../.."
 name=mlx-lm-adapter
 if [[ ! -x "$here/.venv/bin/python" ]]; then
   echo "$name: 0 passed, 1 failed (no $here/.venv: run $here/setup.sh)"; exit 1
 fi
-if ! bazel build //conformance:runner 2>/tmp/mlx-lm-check-build.$$; then
-  tail -20 /tmp/mlx-lm-check-build.$$; rm -f /tmp/mlx-lm-check-build.$$
-  echo "$name: 0 passed, 1 failed (bazel build //conformance:runner failed)"; exit 1
-fi
-rm -f /tmp/mlx-lm-check-build.$$
-runner="$(bazel info bazel-bin 2>/dev/null)/conformance/runner"
-out="$("$runner" --vectors=vectors --port="$here/port.sh" \
-  --expectations="$here/mlx-lm.expectations" 2>&1)"
-code=$?
-echo "$out" | tail -25
-# "N cases, N excluded; E failures expected ..., U unexpected outcomes; ..."
-# then "P passed, F failed, S skipped, N not run".
-summary="$(echo "$out" | grep -E '^[0-9]+ cases, ' | tail -1)"
-closing="$(echo "$out" | tail -1 | grep -E '^[0-9]+ passed, [0-9]+ failed')"
-if [[ -z "$summary" || -z "$closing" ]]; then
-  echo "$name: 0 passed, 1 failed (no closing line; runner exit $code)"; exit 1
-fi
-unexpected=$(echo "$summary" | grep -oE '[0-9]+ unexpected outcomes' | grep -oE '^[0-9]+')
-passed=$(echo "$closing" | grep -oE '^[0-9]+')
-if [[ $code -ne 0 && $unexpected -eq 0 ]]; then unexpected=1; fi
-echo "$name: $passed passed, $unexpected failed"
-[[ $code -eq 0 ]]
+exec bash "$here/../common/check_adapter.sh" "$name" "$here/port.sh" "$here/mlx-lm.expectations"

@@ -18,22 +18,19 @@ Objects driven (transformers/cache_utils.py, masking_utils.py, 5.2.0):
   create_causal_mask / create_sliding_window_causal_mask /
   create_chunked_causal_mask, attn_implementation "eager" (a materialised mask).
 
-Protobuf: the Python port's generated modules (protoc 3.21.12), imported from
-conformance/ports/python/kvspec_port/_gen; the venv's runtime is protobuf
-4.21.12. Logs go to stderr; stdout carries frames only.
+The protocol (frames, hello, the request loop, the UNKNOWN_POLICY answer)
+is ../common/engine_port.py, shared by every engine adapter; it imports the
+Python port's generated protobuf modules (protoc 3.21.12), which the venv's
+protobuf 4.21.12 runtime loads. Logs go to stderr; stdout carries frames only.
 """
 
 import os
-import struct
 import sys
-import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "conformance", "ports", "python", "kvspec_port", "_gen"))
-from spec import conformance_pb2 as cpb  # noqa: E402
-from spec import kvspec_pb2 as kpb  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "common"))
+from engine_port import NO_VALIDATION, U32, Port, Skip, cpb, kpb, position_runs, read_card  # noqa: E402,F401
 
 import torch  # noqa: E402
 import transformers  # noqa: E402
@@ -47,28 +44,21 @@ from transformers.models.llama4.configuration_llama4 import Llama4TextConfig  # 
 
 torch.set_num_threads(1)
 
-PROTOCOL_VERSION = 1
 SPEC_VERSION = "0.8.0"
 NAME = "transformers-adapter"
 POLICIES = ["full", "window"]
 FEATURES = ["decode", "spans"]
 
-U32 = 2**32 - 1
-# The parameters kvspec gives each policy: (low, high, default). Used only to
-# decide that a case is a refusal case, which the engine has no notion of.
-PARAMS = {
-    "window": {"budget": (1, U32, 512), "spans": (0, 1, 0), "span_window": (0, U32, 0),
-               "span_chunk": (0, U32, 0), "evict_at": (0, 2, 0), "position_ids": (0, 1, 0)},
-    "full": {"spans": (0, 1, 0), "span_window": (0, U32, 0), "span_chunk": (0, U32, 0)},
+# kvspec's parameter cards (spec/policies/window.md, full.md,
+# spans.md#parameters): name, default, min, max. Used only to decide that a
+# case is a refusal case, which the engine has no notion of.
+CARDS = {
+    "window": [("budget", 512, 1, U32), ("spans", 0, 0, 1), ("span_window", 0, 0, U32),
+               ("span_chunk", 0, 0, U32), ("evict_at", 0, 0, 2), ("position_ids", 0, 0, 1)],
+    "full": [("spans", 0, 0, 1), ("span_window", 0, 0, U32), ("span_chunk", 0, 0, U32)],
 }
 # StaticCache preallocates its window: refuse to allocate absurd windows.
 MAX_STATIC_SLOTS = 1 << 20
-
-NO_VALIDATION = "the engine does not validate kvspec configurations"
-
-
-class Skip(Exception):
-    """The engine cannot express this case; the message says what it lacks."""
 
 
 def log(msg):
@@ -105,18 +95,10 @@ class Plan:
 
 def check_parameters(policy, params):
     """Refusal cases: the engine has no notion of them, so they are skipped."""
-    table = PARAMS[policy]
-    seen = {}
-    for name, value in params:
-        if name not in table or name in seen:
-            raise Skip(NO_VALIDATION)
-        lo, hi, _ = table[name]
-        if not lo <= value <= hi:
-            raise Skip(NO_VALIDATION)
-        seen[name] = value
-    if seen.get("span_window", 0) > 0 and seen.get("span_chunk", 0) > 0:
+    p = read_card(CARDS[policy], params)
+    if p["span_window"] > 0 and p["span_chunk"] > 0:
         raise Skip(NO_VALIDATION)
-    return {name: seen.get(name, d) for name, (_, _, d) in table.items()}
+    return p
 
 
 def check_scenario(sc):
@@ -204,17 +186,6 @@ def runs(sorted_positions):
     return out
 
 
-def held_runs(pairs):
-    """Maximal runs over which both the position and its id count up by one."""
-    out = []
-    for pos, pid in sorted(pairs):
-        if out and out[-1][1] == pos - 1 and out[-1][3] == pid - 1:
-            out[-1][1], out[-1][3] = pos, pid
-        else:
-            out.append([pos, pos, pid, pid])  # first, last, id of first, id of last
-    return [(f, l, i) for f, l, i, _ in out]
-
-
 def run(pl, admits, sr_add):
     cache = pl.make_cache()
     nxt = 0  # kvspec position of the next admitted token
@@ -248,7 +219,7 @@ def run(pl, admits, sr_add):
 
         if pl.spans:
             returned = stored(k_out, v_out)  # what attention receives: the held set
-            for first, last, pid in held_runs(returned):
+            for first, last, pid in position_runs(returned):
                 h = sr.held.add()
                 h.first, h.last, h.id = first, last, pid
             allowed = mask[0, 0] == 0  # eager mask: 0 attend, dtype min masked
@@ -268,82 +239,22 @@ def run(pl, admits, sr_add):
         nxt += c
 
 
-# ---------------------------------------------------------------- protocol
+# ---------------------------------------------------------------- the port (../common/engine_port.py)
 
-def answer(req):
-    out = cpb.PortMessage()
-    resp = out.response
-    resp.seq = req.seq
-    name = req.policy.name
-    if name not in POLICIES:  # protocol.md: a name we do not implement
-        resp.log.rejection.category = kpb.UNKNOWN_POLICY
-        resp.log.rejection.step = -1
-        resp.log.rejection.message = f"unknown policy {name!r}"
-        return out
-    try:
-        p = check_parameters(name, [(x.name, x.value) for x in req.policy.parameters])
-        admits = check_scenario(req.scenario)
-        pl = plan(name, p, admits)
-        log(f"#{req.seq} {req.case_id}: {pl.what}")
-        elog = kpb.EvictionLog()
-        run(pl, admits, elog.steps.add)
-        resp.log.CopyFrom(elog)
-    except Skip as e:
-        resp.skipped.reason = str(e)
-    except Exception:  # inside the engine (or the adapter): an error reply, never a crash
-        resp.error.message = traceback.format_exc()
-        log(f"error in {req.case_id}:\n{resp.error.message}")
-    return out
+def run_case(req):
+    p = check_parameters(req.policy.name, req.policy.parameters)
+    admits = check_scenario(req.scenario)
+    pl = plan(req.policy.name, p, admits)
+    log(f"#{req.seq} {req.case_id}: {pl.what}")
+    elog = kpb.EvictionLog()
+    run(pl, admits, elog.steps.add)
+    return elog
 
 
-def read_frame(f):
-    head = f.read(4)
-    if not head:
-        return None
-    if len(head) < 4:
-        raise EOFError("truncated frame header")
-    (n,) = struct.unpack("<I", head)
-    body = f.read(n)
-    if len(body) < n:
-        raise EOFError("truncated frame")
-    return body
-
-
-def write_frame(f, msg):
-    body = msg.SerializeToString()
-    f.write(struct.pack("<I", len(body)) + body)
-    f.flush()
-
-
-def main():
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout = sys.stderr  # nothing but frames on stdout
-    while True:
-        body = read_frame(stdin)
-        if body is None:
-            return 0
-        msg = cpb.RunnerMessage()
-        msg.ParseFromString(body)
-        kind = msg.WhichOneof("message")
-        if kind == "hello":
-            out = cpb.PortMessage()
-            h = out.hello
-            h.protocol_version = PROTOCOL_VERSION
-            h.spec_version = SPEC_VERSION
-            h.port_name = NAME
-            h.language = "python"
-            h.port_version = transformers.__version__
-            h.policies.extend(POLICIES)
-            h.features.extend(FEATURES)
-            write_frame(stdout, out)
-        elif kind == "request":
-            t = time.monotonic()
-            write_frame(stdout, answer(msg.request))
-            log(f"#{msg.request.seq} {msg.request.case_id}: {time.monotonic() - t:.2f}s")
-        else:
-            log(f"unknown runner message {kind!r}")
-            return 1
+PORT = Port(NAME, SPEC_VERSION, transformers.__version__, POLICIES, FEATURES, run_case,
+            unknown_message=lambda name: f"unknown policy {name!r}", log_errors=True, timings=True)
+answer = PORT.respond  # one request -> its reply (classify.py calls it outside the runner)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(PORT.serve())
