@@ -1007,8 +1007,13 @@ bool Decides(const std::string& flag, const CaseContext& c,
   if (flag == "search.found") {
     // The counterfactual is the port mutant the case was found against
     // (tools/mutation.sh checks that the vectors now kill it); here, only
-    // that the case is a witness at all: it evicts, or it is refused.
-    return Evicts(c.expected) || !c.expected.refusal.ok();
+    // that the case is a witness at all: it evicts, it is refused, or it
+    // logs spans (spec/spans.md#the-log, what a span rule decides).
+    bool spans = false;
+    for (const StepRecord& step : c.expected.steps) {
+      spans = spans || !step.spans.empty();
+    }
+    return Evicts(c.expected) || !c.expected.refusal.ok() || spans;
   }
   if (flag == "trace.defaults") {
     // Decided when some absent field's default decides; CheckDefaults asks

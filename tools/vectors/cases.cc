@@ -1690,6 +1690,15 @@ void AddPrefillCases(SuiteBuilder& b) {
          "not",
          P("streamingllm", {{"budget", 5}, {"sinks", 4}, {"ratio_ppm", 800000}}),
          "prefill-10-then-decode");
+  b.Case("prefill/streamingllm/held-runs-after-ratio", {"prefill.sinks-last"},
+         "the same with spans 1: after the prefill keeps sinks 2, 3 alone, "
+         "the held set of the next step is {2, 3} and {10}, two runs of which "
+         "the first does not start at 0 (the full mutmut run of 2026-12-02: "
+         "the Python port's _slot_ranges with last + first for a run's last "
+         "slot survived every vector and the search)",
+         P("streamingllm", {{"budget", 5}, {"sinks", 4}, {"ratio_ppm", 800000},
+                            {"spans", 1}}),
+         "prefill-10-then-decode");
   b.Case("prefill/snapkv/outside-with-ratio", {"prefill.window-budget"},
          "window outside and ratio 0.5: B = floor(5 x 0.5) = 2 from the whole "
          "kept count, so one prefix position goes",
@@ -1910,6 +1919,77 @@ void AddSearchCases(SuiteBuilder& b) {
          "`heavy_count > 1` in place of `> 0` dropped a lone heavy hitter)",
          P("tova", {{"budget", 1}, {"recent_window", 0}}),
          "search-trace-one-heavy-hitter");
+
+  // mutmut 3.8.1 over the Python port's spans.py, window.py and
+  // streamingllm.py with the search as kill test (issue 19, 2026-12-02, at
+  // commit 08868fe: 456 mutants, 13 killed by the search only): each case
+  // the search's shrunk scenario (search --seed=1), lengthened where
+  // needed so that it evicts.
+  b.Add(Chunks("search-decode-4", {1, 1, 1, 1}));
+  b.Add(Chunks("search-decode-7", std::vector<uint32_t>(7, 1)));
+  b.Add(Chunks("search-chunks-1-2-1", {1, 2, 1}));
+  b.Add(Chunks("search-chunk-2", {2}));
+  b.Add(Chunks("search-chunk-3", {3}));
+  b.Case("search/spans/window-room-for-the-step", {"search.found"},
+         "found by tools/search (seed 1, case 184, shrunk in 16-22 rounds): "
+         "window with evict_at 1 makes room for each decode step: budget 2, "
+         "0 goes before 2 is admitted, 1 before 3 (the Python port's "
+         "WindowPolicy.evict_before with kept + count + budget, kept - count "
+         "- budget, or no count at all; no vector ran window with evict_at 1)",
+         P("window", {{"budget", 2}, {"evict_at", 1}}), "search-decode-4");
+  b.Case("search/contextshift/budget-minus-sinks-two", {"search.found"},
+         "found by tools/search (seed 1, case 17, shrunk in 14 rounds): "
+         "budget - sinks exactly 2 is accepted (budget 5, sinks 3); the "
+         "shift at position 5 discards 3, one of the two that may go (the "
+         "Python port with `<= 2` or `< 3` refused it)",
+         P("streamingllm", {{"budget", 5}, {"sinks", 3}, {"context_shift", 1}}),
+         "search-decode-7");
+  b.Case("search/contextshift/window-budget-two", {"search.found"},
+         "found by tools/search (seed 1, case 233, shrunk in 9 rounds): "
+         "window takes context_shift 1 at budget 2 (it has no sinks: the "
+         "Python port's check_context_shift_relations defaulting sinks to 1 "
+         "refused it)",
+         P("window", {{"budget", 2}, {"context_shift", 1}}), "search-decode-4");
+  b.Case("search/contextshift/discard-one-without-shift", {"search.found"},
+         "found by tools/search (seed 1, case 502, shrunk in 15 rounds): "
+         "discard 1 with context_shift 0 is refused (the Python port with "
+         "`discard > 1` accepted it)",
+         P("streamingllm", {{"discard", 1}}), "one-step");
+  b.Case("search/contextshift/nothing-may-go", {"search.found"},
+         "found by tools/search (seed 1, case 336, shrunk in 9 rounds): "
+         "window budget 2, discard 1, chunks 1, 2, 1: before the chunk of 2 "
+         "one position is kept, n_left 1, so d = min(1, max(0, 0)) = 0 and "
+         "the chunk is kept whole (3); the next step discards 1 (the Python "
+         "port's context_shift_discard with max(1, n_left - 1) discarded 0)",
+         P("window", {{"budget", 2}, {"context_shift", 1}, {"discard", 1}}),
+         "search-chunks-1-2-1");
+  b.Case("search/spans/both-rules-at-one", {"search.found"},
+         "found by tools/search (seed 1, case 601, shrunk in 24 rounds): "
+         "span_window 1 and span_chunk 1 are both set, and refused (the "
+         "Python port with `span_chunk > 1` accepted them)",
+         P("window", {{"span_window", 1}, {"span_chunk", 1}}), "one-step");
+  b.Case("search/spans/window-of-one", {"search.found"},
+         "found by tools/search (seed 1, case 208, shrunk in 25 rounds): "
+         "span_window 1: each query attends to itself alone (the Python "
+         "port's step_record with `w > 1` took a window of 1 as none)",
+         P("window", {{"budget", 2}, {"spans", 1}, {"span_window", 1}}),
+         "search-decode-4");
+  b.Case("search/spans/chunk-of-one", {"search.found"},
+         "found by tools/search (seed 1, case 541, shrunk in 12 rounds): "
+         "streamingllm without sinks, span_chunk 1, a chunk of 2: query 1 "
+         "attends to 1 alone (the Python port's step_record with `c > 1` "
+         "took a chunk of 1 as none)",
+         P("streamingllm", {{"budget", 4}, {"sinks", 0}, {"spans", 1},
+                            {"span_chunk", 1}}),
+         "search-chunk-2");
+  b.Case("search/spans/one-sink-in-span", {"search.found"},
+         "found by tools/search (seed 1, case 105, shrunk in 26 rounds): "
+         "one sink, span_chunk 1, a chunk of 3: query 2 attends to the sink "
+         "0 and to 2 (the Python port's step_record with `s > 1`, or with "
+         "min(sinks_held, slot - 1) sinks, left a lone sink out)",
+         P("streamingllm", {{"budget", 4}, {"sinks", 1}, {"spans", 1},
+                            {"span_chunk", 1}}),
+         "search-chunk-3");
 }
 
 // Spec 0.8.0: spans and position ids (spec/spans.md), the engines' presets
@@ -2091,6 +2171,13 @@ void AddSpanCases(SuiteBuilder& b) {
          "full, spans 1, no span rule: each query sees 0 .. q",
          P("full", {{"spans", 1}}), "span-chunks-2-5-1");
   // Refusals of spec/spans.md#parameters.
+  b.Case("window/refusal/span-window-one-and-span-chunk",
+         {"refusal.invalid-parameter"},
+         "span_window 1 and span_chunk 2: both set, whatever their values "
+         "(the full mutmut run of 2026-12-02: a Python port refusing only "
+         "span_window > 1 survived every vector and the search)",
+         P("window", {{"budget", 4}, {"span_window", 1}, {"span_chunk", 2}}),
+         "one-step");
   b.Case("window/refusal/span-window-and-span-chunk",
          {"refusal.invalid-parameter"}, "span_window and span_chunk both set",
          P("window", {{"budget", 4}, {"span_window", 4}, {"span_chunk", 4}}),
