@@ -1,35 +1,76 @@
 #!/usr/bin/env python3
-"""Saves one layer's attention from a Hugging Face causal LM for kvspec.
+"""Captures what kvspec's prefill steps need from a Hugging Face causal LM.
 
-Runs the model in the directory --model (as written by save_pretrained; nothing
-is downloaded) over the text of --text, on CPU in float32 with eager attention
-and output_attentions=True, and writes layer --layer's attention to --output
-as a .safetensors file holding one tensor:
+Runs the model in --model (a save_pretrained directory; nothing is downloaded)
+over a prompt (--text, tokenized by the model's own tokenizer when the
+directory has one, or --token_ids), and writes, for each layer of --layers,
+one tensor to the .safetensors file --output:
 
-    layer.<n>   F32 [heads, L, L]   A[h, q, k]: what query q pays to key k
+    window.<n>   F32 [Hq, m, L]   (the default, --window m, 64 unless given)
+        the attention rows of the prompt's last m queries, positions
+        L-m .. L-1: row r is what query q = L-m+r pays to keys 0..L-1
+        (0 beyond q: the causal mask). This is an observation window
+        (spec/prefill.md#query-rows): tools/import_attention makes it a
+        prefill step carrying those rows as query rows.
+    layer.<n>    F32 [Hq, L, L]   (--matrix)
+        the whole causal matrix, every query's row. It grows as L^2: for a
+        few thousand tokens at most.
 
-with __metadata__ giving the model path, the layer, num_attention_heads,
-num_key_value_heads, the token count and how the text was tokenized. Then
-tools/import_attention turns the file into a kvspec scenario; the command to
-run is printed at the end:
+Nothing of size L x L is ever held: rows are computed from the layer's queries
+and keys a block of rows at a time (--block_rows), with the arithmetic of the
+attention the rows stand for (--attention):
+
+    eager  (default) transformers' eager_attention_forward: the scores
+           matmul(query, key^T) * scaling, plus the causal mask as eager adds
+           it (0 on and below the diagonal, float32's lowest value above),
+           softmax in float32. The model's own hidden states are computed the
+           same way, a block of rows at a time, for every layer before the
+           last one captured.
+    sdpa   the model runs with transformers' sdpa attention (its default), and
+           the window's rows are recomputed as kvpress 0.5.5 does
+           (SnapKVPress.compute_window_attention: the last m queries projected
+           again from the layer's input, RoPE applied, matmul with the keys
+           divided by sqrt(head_dim), -inf above the diagonal, softmax in
+           float32), the full rows kept. The difference between the two is
+           what a user of kvpress under sdpa sees.
+
+The forward pass stops after the last captured layer's attention: no later
+layer, no LM head. The MLP of earlier layers and every rotary embedding run
+--chunk_rows tokens at a time (elementwise or row by row: the same bits). The
+file is written as it is computed (its header first, each layer's rows as
+soon as they exist), to a temporary file beside --output that is renamed at
+the end: never a half-written output.
+
+Before anything large is allocated, the run's memory (model weights,
+activations, row blocks) is estimated and compared with what the machine has
+(MemAvailable, or --memory_limit_gib), and the output's size with the free
+disk space; a run that would not fit is refused with the figures and the way
+out. __metadata__ records the model, layers, token count, window, attention
+path, versions and the SHA-256 of the token ids.
 
     tools/.venv-torch/bin/python tools/capture_attention.py \\
-        --model ~/models/my-model --text prompt.txt --layer 12 \\
-        --output /tmp/attn.safetensors
-    bazel run //tools:import_attention -- --input=/tmp/attn.safetensors \\
-        --output=/tmp/attn.pb --kv_heads=8
+        --model ~/models/Llama-3.2-1B --text prompt.txt --layers 0,8 \\
+        --window 64 --output /tmp/window.safetensors
+    bazel run //tools:import_attention -- --input=/tmp/window.safetensors \\
+        --layer=8 --output=/tmp/prompt.pb --kv_heads=8
 
-If the model directory has no tokenizer, each UTF-8 byte of the text is a
-token, its id taken modulo the vocabulary size (said on stderr).
+If the model directory has no tokenizer and --text is given, each UTF-8 byte
+of the text is a token, its id taken modulo the vocabulary size (said on
+stderr).
 
-Exit status: 0 on success, 2 for a bad argument (a missing model directory or
-text, an empty text, a layer out of range), 1 for any other failure.
+Exit status: 0 on success, 2 for a bad argument or a run refused before it
+started (too large for the memory or the disk), 1 for any other failure.
 """
 
 import argparse
+import hashlib
+import json
+import math
 import os
+import struct
 import sys
 import tempfile
+import time
 
 # Nothing may be downloaded: set before transformers is imported.
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -46,27 +87,67 @@ TOKENIZER_FILES = (
     "spiece.model",
 )
 
+# The name under which the capture's attention function is registered with
+# transformers (AttentionInterface); a name transformers' masking code does
+# not know, so it builds no [L, L] mask (masking_utils,
+# _preprocess_mask_arguments: early exit for an unknown implementation).
+ATTENTION_NAME = "kvspec_capture"
+GIB = 1024 ** 3
+
 
 class UsageError(Exception):
-    """A bad argument: exit status 2."""
+    """A bad argument, or a run refused before it started: exit status 2."""
+
+
+class StopForward(Exception):
+    """Raised after the last captured layer: nothing later is computed."""
 
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(
-        description="Save one layer's attention of a Hugging Face causal LM "
-        "as layer.<n> F32 [heads, L, L] in a .safetensors file, for "
-        "tools/import_attention.")
+        description="Capture the attention rows kvspec's prefill steps need "
+        "(an observation window's rows, or the whole causal matrix) from a "
+        "Hugging Face causal LM, as .safetensors for tools/import_attention.")
     parser.add_argument("--model", required=True,
                         help="a local model directory (save_pretrained)")
-    parser.add_argument("--text", required=True,
-                        help="a UTF-8 text file: the tokens to run")
-    parser.add_argument("--layer", required=True, type=int,
-                        help="the layer whose attention to save, 0-based")
+    prompt = parser.add_mutually_exclusive_group(required=True)
+    prompt.add_argument("--text", help="a UTF-8 text file: the prompt")
+    prompt.add_argument("--token_ids",
+                        help="a file of token ids: a JSON list, or integers "
+                        "separated by spaces, commas or newlines")
     parser.add_argument("--output", required=True,
                         help="the .safetensors file to write")
-    parser.add_argument("--max_tokens", type=int, default=512,
-                        help="keep at most this many tokens of the text "
-                        "(default 512)")
+    parser.add_argument("--layers", default=None,
+                        help="the layers to capture, 0-based: '3', '0,8,15' "
+                        "or 'all' (default 0)")
+    parser.add_argument("--layer", type=int, default=None,
+                        help="one layer (the same as --layers N)")
+    parser.add_argument("--window", type=int, default=None,
+                        help="capture the rows of the prompt's last m "
+                        "queries: window.<n> [Hq, m, L] (default 64, or L "
+                        "when the prompt is shorter)")
+    parser.add_argument("--matrix", action="store_true",
+                        help="capture the whole causal matrix instead: "
+                        "layer.<n> [Hq, L, L] (grows as L^2)")
+    parser.add_argument("--attention", choices=("eager", "sdpa"),
+                        default="eager",
+                        help="the attention whose rows to capture (default "
+                        "eager; sdpa: the rows kvpress recomputes under sdpa)")
+    parser.add_argument("--device", default="cpu",
+                        help="torch device to run on (default cpu; e.g. cuda)")
+    parser.add_argument("--max_tokens", type=int, default=0,
+                        help="keep at most this many tokens of the prompt "
+                        "(default 0: all)")
+    parser.add_argument("--block_rows", type=int, default=0,
+                        help="query rows computed at a time (default 0: as "
+                        "many as fit in about 256 MiB per block)")
+    parser.add_argument("--chunk_rows", type=int, default=4096,
+                        help="tokens an earlier layer's MLP, and each "
+                        "layer's rotary embedding, run at a time (default "
+                        "4096)")
+    parser.add_argument("--memory_limit_gib", type=float, default=0.0,
+                        help="refuse a run whose estimate exceeds this "
+                        "(default 0: the machine's MemAvailable)")
     return parser.parse_args(argv)
 
 
@@ -84,8 +165,45 @@ def read_text(path):
     return text
 
 
-def tokenize(model_dir, text, vocab_size, max_tokens):
-    """The token ids of `text` (at most max_tokens) and how they were made."""
+def read_token_ids(path, vocab_size):
+    if not os.path.isfile(path):
+        raise UsageError(f"--token_ids: '{path}' is not a file")
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("ascii").strip()
+    except UnicodeDecodeError:
+        raise UsageError(f"--token_ids: '{path}' is not a list of integers "
+                         f"(it is not ASCII text)") from None
+    if text.startswith("["):
+        try:
+            values = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise UsageError(f"--token_ids: '{path}': not a JSON list: "
+                             f"{e}") from None
+    else:
+        values = text.replace(",", " ").split()
+    ids = []
+    for i, value in enumerate(values):
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise UsageError(f"--token_ids: '{path}': entry {i} is not an "
+                             f"integer: {value!r}")
+        try:
+            token = int(value)
+        except ValueError:
+            raise UsageError(f"--token_ids: '{path}': entry {i} is not an "
+                             f"integer: {value!r}") from None
+        if not 0 <= token < vocab_size:
+            raise UsageError(f"--token_ids: '{path}': entry {i} is {token}, "
+                             f"outside the vocabulary 0..{vocab_size - 1}")
+        ids.append(token)
+    if not ids:
+        raise UsageError(f"--token_ids: '{path}' holds no token id")
+    return ids
+
+
+def tokenize(model_dir, text, vocab_size):
+    """The token ids of `text` and how they were made."""
     has_tokenizer = any(
         os.path.exists(os.path.join(model_dir, name))
         for name in TOKENIZER_FILES)
@@ -93,19 +211,283 @@ def tokenize(model_dir, text, vocab_size, max_tokens):
         from transformers import AutoTokenizer
         tokenizer = AutoTokenizer.from_pretrained(model_dir,
                                                   local_files_only=True)
-        ids = tokenizer(text)["input_ids"]
-        how = "the model's tokenizer"
+        return tokenizer(text)["input_ids"], "the model's tokenizer"
+    print(f"capture_attention: {model_dir} has no tokenizer; using the "
+          f"UTF-8 bytes of the text as tokens, each byte id modulo the "
+          f"vocabulary size {vocab_size}", file=sys.stderr)
+    ids = [byte % vocab_size for byte in text.encode("utf-8")]
+    return ids, f"utf-8 bytes modulo {vocab_size}"
+
+
+def parse_layers(args, layer_count):
+    if args.layer is not None and args.layers is not None:
+        raise UsageError("give --layer or --layers, not both")
+    if args.layer is not None:
+        wanted = [args.layer]
+    elif args.layers is None:
+        wanted = [0]
+    elif args.layers == "all":
+        wanted = list(range(layer_count))
     else:
-        print(f"capture_attention: {model_dir} has no tokenizer; using the "
-              f"UTF-8 bytes of the text as tokens, each byte id modulo the "
-              f"vocabulary size {vocab_size}", file=sys.stderr)
-        ids = [byte % vocab_size for byte in text.encode("utf-8")]
-        how = f"utf-8 bytes modulo {vocab_size}"
-    if len(ids) > max_tokens:
-        print(f"capture_attention: keeping the first {max_tokens} of "
-              f"{len(ids)} tokens", file=sys.stderr)
-        ids = ids[:max_tokens]
-    return ids, how
+        try:
+            wanted = [int(part) for part in args.layers.split(",")]
+        except ValueError:
+            raise UsageError(f"--layers: '{args.layers}' is not a list of "
+                             f"layer numbers or 'all'") from None
+    for layer in wanted:
+        if not 0 <= layer < layer_count:
+            raise UsageError(f"--layer {layer} is out of range: the model "
+                             f"has {layer_count} layers (0..{layer_count - 1})")
+    if len(set(wanted)) != len(wanted):
+        raise UsageError(f"--layers: '{args.layers}' names a layer twice")
+    return sorted(wanted)
+
+
+def size(count):
+    """A byte count for people: '3.1 GiB', '12.0 MiB'."""
+    if count >= GIB:
+        return f"{count / GIB:.1f} GiB"
+    return f"{count / 1024 ** 2:.1f} MiB"
+
+
+def mem_available():
+    """MemAvailable from /proc/meminfo in bytes, or None."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+class SafetensorsWriter:
+    """A .safetensors file written as it is computed.
+
+    The header (every tensor's dtype, shape and offsets, and the metadata) is
+    written first; each tensor's bytes are then written at their offsets as
+    they are produced. The file is a temporary one beside `path` until
+    commit() renames it.
+    """
+
+    def __init__(self, path, tensors, metadata):
+        header, offset = {}, 0
+        self.offsets = {}
+        for name, dtype, shape, itemsize in tensors:
+            size = math.prod(shape) * itemsize
+            header[name] = {"dtype": dtype, "shape": list(shape),
+                            "data_offsets": [offset, offset + size]}
+            self.offsets[name] = offset
+            offset += size
+        header["__metadata__"] = metadata
+        encoded = json.dumps(header, separators=(",", ":")).encode("utf-8")
+        encoded += b" " * (-len(encoded) % 8)
+        self.base = 8 + len(encoded)
+        self.size = self.base + offset
+        self.path = path
+        fd, self.temp = tempfile.mkstemp(
+            dir=os.path.dirname(os.path.abspath(path)), suffix=".tmp")
+        self.fd = fd
+        os.write(fd, struct.pack("<Q", len(encoded)) + encoded)
+        os.ftruncate(fd, self.size)
+
+    def write(self, name, byte_offset, array):
+        """Writes a contiguous numpy array at `byte_offset` in tensor `name`."""
+        view = memoryview(array).cast("B")
+        position = self.base + self.offsets[name] + byte_offset
+        while view:
+            written = os.pwrite(self.fd, view, position)
+            view, position = view[written:], position + written
+
+    def commit(self):
+        os.fsync(self.fd)
+        os.close(self.fd)
+        self.fd = None
+        os.replace(self.temp, self.path)
+
+    def abort(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        if os.path.exists(self.temp):
+            os.unlink(self.temp)
+
+
+class Capture:
+    """The attention function the model runs, and what it records."""
+
+    def __init__(self, torch, layers, window, matrix, attention, block_rows,
+                 writer):
+        self.torch = torch
+        self.layers = set(layers)
+        self.last_layer = max(layers)
+        self.window = window
+        self.matrix = matrix
+        self.attention = attention
+        self.block_rows = block_rows
+        self.writer = writer
+        self.layer_inputs = {}  # layer -> (hidden_states, position_embeddings)
+        self.seconds = {}
+
+    # -- the pieces of arithmetic, each as the library computes it ---------
+
+    def eager_weights(self, query, key, scaling, rows):
+        """Eager attention rows `rows` (a range) of one KV group.
+
+        query [1, G, L, d] (the group's query heads), key [1, G, L, d] (the
+        group's key repeated to its heads, contiguous, as repeat_kv makes
+        it): transformers' eager_attention_forward on those rows: matmul,
+        times scaling, plus eager's additive causal mask, softmax in float32.
+        """
+        torch = self.torch
+        q = query[:, :, rows.start:rows.stop, :]
+        weights = torch.matmul(q, key.transpose(2, 3)) * scaling
+        positions = torch.arange(key.shape[2], device=q.device)
+        queries = torch.arange(rows.start, rows.stop, device=q.device)
+        mask = torch.where(positions[None, :] > queries[:, None],
+                           torch.finfo(torch.float32).min, 0.0)
+        weights = weights + mask.to(weights.dtype)
+        return torch.nn.functional.softmax(weights, dim=-1,
+                                           dtype=torch.float32)
+
+    def kvpress_window_weights(self, module, key_group, group, groups):
+        """kvpress's recomputed window rows for one KV group (sdpa path).
+
+        SnapKVPress.compute_window_attention (kvpress 0.5.5,
+        presses/snapkv_press.py), without its final slice: the last m
+        queries projected again from the layer's input
+        (kvpress.utils.get_prerope_query_states), RoPE applied, matmul with
+        the keys / sqrt(head_dim), -inf above the diagonal, softmax in
+        float32.
+        """
+        torch = self.torch
+        from kvpress.utils import get_prerope_query_states
+        from transformers.models.llama.modeling_llama import rotate_half
+        hidden_states, (cos, sin) = self.layer_inputs[module.layer_idx]
+        m = self.window
+        k_len = key_group.shape[2]
+        query = get_prerope_query_states(module, hidden_states[:, -m:])
+        cos, sin = cos[:, -m:], sin[:, -m:]
+        query = (query * cos.unsqueeze(1)) + (rotate_half(query) * sin.unsqueeze(1))
+        query = query[:, group * groups:(group + 1) * groups]
+        keys = key_group.expand(1, groups, k_len, key_group.shape[3])
+        weights = torch.matmul(query, keys.transpose(2, 3)) / math.sqrt(
+            module.head_dim)
+        mask = torch.ones_like(weights) * float("-inf")
+        mask = torch.triu(mask, diagonal=k_len - m + 1)
+        weights += mask
+        return torch.nn.functional.softmax(weights, dim=-1,
+                                           dtype=torch.float32)
+
+    # -- recording ----------------------------------------------------------
+
+    def record(self, layer, group, groups, first_row, weights):
+        """Writes rows first_row.. of a group's heads into the file."""
+        weights = weights[0].to("cpu").contiguous().numpy()  # [G, B, L]
+        heads, count, length = weights.shape
+        if self.matrix:
+            name, rows_per_head, row0 = f"layer.{layer}", length, 0
+        else:
+            name, rows_per_head, row0 = (f"window.{layer}", self.window,
+                                         length - self.window)
+        for i in range(heads):
+            head = group * groups + i
+            offset = ((head * rows_per_head) + (first_row - row0)) * length * 4
+            self.writer.write(name, offset, weights[i])
+
+    def blocks(self, length, start):
+        """Row ranges covering start..length-1, a new block at L - window."""
+        cuts = sorted({start, length, max(start, length - self.window)})
+        for lo, hi in zip(cuts, cuts[1:]):
+            for first in range(lo, hi, self.block_rows):
+                yield range(first, min(hi, first + self.block_rows))
+
+    def __call__(self, module, query, key, value, attention_mask,
+                 dropout=0.0, scaling=None, **kwargs):
+        torch = self.torch
+        if attention_mask is not None:
+            raise RuntimeError("the model passed an attention mask: the "
+                               "capture runs one unpadded prompt and applies "
+                               "the causal mask itself")
+        layer = module.layer_idx
+        began = time.monotonic()
+        length = query.shape[2]
+        groups = module.num_key_value_groups
+        kv_heads = key.shape[1]
+        captured = layer in self.layers
+        need_output = layer < self.last_layer
+        output = None
+        if self.attention == "sdpa":
+            if captured:
+                for g in range(kv_heads):
+                    weights = self.kvpress_window_weights(
+                        module, key[:, g:g + 1], g, groups)
+                    self.record(layer, g, groups, length - self.window,
+                                weights)
+            if need_output:
+                from transformers.integrations.sdpa_attention import \
+                    sdpa_attention_forward
+                output, _ = sdpa_attention_forward(
+                    module, query, key, value, None, dropout=0.0,
+                    scaling=scaling)
+        else:
+            start = 0 if (need_output or self.matrix) else length - self.window
+            if need_output:
+                output = torch.empty(query.shape, dtype=query.dtype,
+                                     device=query.device)
+            for g in range(kv_heads):
+                heads = slice(g * groups, (g + 1) * groups)
+                keys = repeat_group(key, g, groups)
+                values = repeat_group(value, g, groups) if need_output else None
+                for rows in self.blocks(length, start):
+                    weights = self.eager_weights(query[:, heads], keys,
+                                                 scaling, rows)
+                    if captured and (self.matrix or
+                                     rows.start >= length - self.window):
+                        self.record(layer, g, groups, rows.start, weights)
+                    if need_output:
+                        output[:, heads, rows.start:rows.stop] = torch.matmul(
+                            weights.to(value.dtype), values)
+            if need_output:
+                output = output.transpose(1, 2).contiguous()
+        self.seconds[layer] = time.monotonic() - began
+        if not need_output:
+            raise StopForward()
+        return output, None
+
+
+def repeat_group(states, group, groups):
+    """KV head `group` of states [1, Hkv, L, d] repeated to its `groups`
+    query heads, contiguous: repeat_kv's result for those heads."""
+    one = states[:, group:group + 1]
+    return one.expand(1, groups, one.shape[2], one.shape[3]).reshape(
+        1, groups, one.shape[2], one.shape[3])
+
+
+def estimate_memory(config, params_bytes, length, layers, window, matrix,
+                    block_rows, chunk_rows, attention):
+    """Bytes the run needs at its peak, a deliberate over-estimate."""
+    hidden = config.hidden_size
+    heads = config.num_attention_heads
+    kv_heads = getattr(config, "num_key_value_heads", None) or heads
+    head_dim = getattr(config, "head_dim", None) or hidden // heads
+    inter = getattr(config, "intermediate_size", 4 * hidden)
+    groups = heads // kv_heads
+    f32 = 4
+    activations = length * hidden * f32 * 4          # embeddings, residual, norm, o_proj
+    activations += length * (heads + 2 * kv_heads) * head_dim * f32 * 2  # q, k, v; RoPE copies
+    activations += length * heads * head_dim * f32 * 2  # attention output
+    if max(layers) > 0:
+        activations += min(length, chunk_rows) * inter * f32 * 3 + \
+            length * hidden * f32
+    rows = block_rows if (matrix or max(layers) > 0 or attention == "sdpa") \
+        else min(block_rows, window)
+    block = groups * rows * length * f32 * 4          # scores, mask, softmax, copy
+    if attention == "sdpa":
+        block = max(block, groups * window * length * f32 * 4)
+    rope = length * head_dim * f32 * 2
+    return int(params_bytes + activations + block + rope + 0.5 * GIB)
 
 
 def capture(args):
@@ -114,80 +496,254 @@ def capture(args):
     if not os.path.isfile(os.path.join(args.model, "config.json")):
         raise UsageError(f"--model: '{args.model}' has no config.json (save "
                          f"the model with save_pretrained)")
-    if args.max_tokens < 1:
-        raise UsageError("--max_tokens must be at least 1")
-    text = read_text(args.text)
+    if args.max_tokens < 0:
+        raise UsageError("--max_tokens must be at least 0 (0: all tokens)")
+    if args.window is not None and args.window < 1:
+        raise UsageError(f"--window must be at least 1, got {args.window}")
+    if args.window is not None and args.matrix:
+        raise UsageError("give --window or --matrix, not both")
+    if args.matrix and args.attention == "sdpa":
+        raise UsageError("--matrix with --attention sdpa: kvpress recomputes "
+                         "only the observation window under sdpa; capture "
+                         "the matrix with --attention eager")
+    if args.block_rows < 0 or args.chunk_rows < 1:
+        raise UsageError("--block_rows must be at least 0 and "
+                         "--chunk_rows at least 1")
+    text = read_text(args.text) if args.text is not None else None
+    output_dir = os.path.dirname(os.path.abspath(args.output))
+    if not os.path.isdir(output_dir):
+        raise UsageError(f"--output: the folder '{output_dir}' does not exist")
 
     try:
+        import numpy  # noqa: F401  (the writer hands numpy buffers to pwrite)
         import torch
         import transformers
-        from safetensors.torch import save_file
-        from transformers import AutoConfig, AutoModelForCausalLM
+        from transformers import (AttentionInterface, AutoConfig,
+                                  AutoModelForCausalLM)
     except ImportError as e:
         raise RuntimeError(
-            f"{e}: this Python lacks torch, transformers or safetensors; run "
+            f"{e}: this Python lacks torch, transformers or numpy; run "
             f"tools/setup.sh and use tools/.venv-torch/bin/python") from None
     transformers.utils.logging.disable_progress_bar()
+    if args.attention == "sdpa":
+        try:
+            import kvpress
+        except ImportError:
+            raise RuntimeError("--attention sdpa recomputes the window as "
+                               "kvpress 0.5.5 does and needs kvpress "
+                               "installed (tools/.venv-torch has it)") from None
+    try:
+        device = torch.device(args.device)
+        torch.empty(1, device=device)
+    except (RuntimeError, AssertionError) as e:
+        raise UsageError(f"--device {args.device}: {e}") from None
 
     config = AutoConfig.from_pretrained(args.model, local_files_only=True)
-    layers = config.num_hidden_layers
-    if not 0 <= args.layer < layers:
-        raise UsageError(f"--layer {args.layer} is out of range: the model "
-                         f"has {layers} layers (0..{layers - 1})")
+    layers = parse_layers(args, config.num_hidden_layers)
     query_heads = config.num_attention_heads
     kv_heads = getattr(config, "num_key_value_heads", None) or query_heads
 
-    ids, how = tokenize(args.model, text, config.vocab_size, args.max_tokens)
+    if text is not None:
+        ids, how = tokenize(args.model, text, config.vocab_size)
+    else:
+        ids = read_token_ids(args.token_ids, config.vocab_size)
+        how = f"token ids from {os.path.basename(args.token_ids)}"
+    if args.max_tokens and len(ids) > args.max_tokens:
+        print(f"capture_attention: keeping the first {args.max_tokens} of "
+              f"{len(ids)} tokens", file=sys.stderr)
+        ids = ids[:args.max_tokens]
     if not ids:
-        raise UsageError(f"--text: '{args.text}' gives no tokens")
+        raise UsageError("the prompt gives no tokens")
+    length = len(ids)
+    window = length if args.matrix else min(args.window or 64, length)
+    if args.window is not None and args.window > length:
+        print(f"capture_attention: --window {args.window} is longer than "
+              f"the prompt's {length} tokens; capturing all {length} rows",
+              file=sys.stderr)
+    groups = query_heads // kv_heads
+    block_rows = args.block_rows or max(1, min(
+        length, (256 * 1024 * 1024) // max(1, groups * length * 4)))
 
-    model = AutoModelForCausalLM.from_pretrained(
-        args.model, local_files_only=True, attn_implementation="eager")
-    model = model.to(device="cpu", dtype=torch.float32).eval()
-    with torch.no_grad():
-        output = model(input_ids=torch.tensor([ids]), output_attentions=True,
-                       use_cache=False)
-    attentions = output.attentions
-    if attentions is None or attentions[args.layer] is None:
-        raise RuntimeError("the model returned no attention weights (does it "
-                           "support attn_implementation='eager'?)")
-    attention = attentions[args.layer][0].to(torch.float32).contiguous()
-    if tuple(attention.shape) != (query_heads, len(ids), len(ids)):
-        raise RuntimeError(f"layer {args.layer}'s attention has shape "
-                           f"{tuple(attention.shape)}, expected "
-                           f"({query_heads}, {len(ids)}, {len(ids)})")
+    # The model's weights without allocating them (meta device).
+    with torch.device("meta"):
+        shell = AutoModelForCausalLM.from_config(config)
+    params_bytes = sum(p.numel() for p in shell.parameters()) * 4
+    del shell
+    need = estimate_memory(config, params_bytes, length, layers, window,
+                           args.matrix, block_rows, args.chunk_rows,
+                           args.attention)
+    have = (int(args.memory_limit_gib * GIB) if args.memory_limit_gib
+            else mem_available())
+    if have is not None and need > have:
+        raise UsageError(
+            f"this run needs about {size(need)} (weights "
+            f"{size(params_bytes)}, activations of {length} tokens, "
+            f"blocks of {block_rows} rows) and "
+            f"{'--memory_limit_gib gives' if args.memory_limit_gib else 'the machine has'} "
+            f"{size(have)} available: use fewer tokens "
+            f"(--max_tokens), a smaller --block_rows, or capture earlier "
+            f"layers only (each layer before the last captured one is run)")
+    head_dim = getattr(config, "head_dim", None) or \
+        config.hidden_size // query_heads
+    rows = length if args.matrix else window
+    out_bytes = len(layers) * query_heads * rows * length * 4
+    free = os.statvfs(output_dir)
+    if out_bytes > free.f_bavail * free.f_frsize:
+        raise UsageError(
+            f"the output would be {size(out_bytes)} and "
+            f"'{output_dir}' has {size(free.f_bavail * free.f_frsize)} "
+            f"free: capture fewer layers or rows"
+            f"{' (--window instead of --matrix)' if args.matrix else ''}")
 
     metadata = {
+        "kvspec_capture": "1",
         "model": os.path.abspath(args.model),
-        "layer": str(args.layer),
+        "layers": ",".join(str(n) for n in layers),
+        "layer": str(layers[0]) if len(layers) == 1 else "",
         "num_attention_heads": str(query_heads),
         "num_key_value_heads": str(kv_heads),
-        "tokens": str(len(ids)),
+        "head_dim": str(head_dim),
+        "tokens": str(length),
+        "window_rows": str(rows),
+        "layout": "matrix" if args.matrix else "window",
+        "attention": args.attention,
+        "device": str(device),
+        "block_rows": str(block_rows),
+        "chunk_rows": str(args.chunk_rows),
         "tokenizer": how,
+        "token_ids_sha256": hashlib.sha256(
+            struct.pack(f"<{length}q", *ids)).hexdigest(),
         "torch": torch.__version__,
         "transformers": transformers.__version__,
     }
-    # Written beside the output, then renamed: never a half-written file.
-    output_dir = os.path.dirname(os.path.abspath(args.output))
-    fd, temp = tempfile.mkstemp(dir=output_dir, suffix=".tmp")
-    os.close(fd)
+    if args.attention == "sdpa":
+        import kvpress
+        metadata["kvpress"] = getattr(kvpress, "__version__", "unknown")
+    tensors = [((f"layer.{n}" if args.matrix else f"window.{n}"), "F32",
+                (query_heads, rows, length), 4) for n in layers]
+    writer = SafetensorsWriter(args.output, tensors, metadata)
     try:
-        save_file({f"layer.{args.layer}": attention}, temp, metadata=metadata)
-        os.replace(temp, args.output)
+        state = Capture(torch, layers, window, args.matrix, args.attention,
+                        block_rows, writer)
+        AttentionInterface.register(ATTENTION_NAME, state)
+        implementation = ATTENTION_NAME
+        model = AutoModelForCausalLM.from_pretrained(
+            args.model, local_files_only=True,
+            attn_implementation=implementation)
+        model = model.to(device=device, dtype=torch.float32).eval()
+        decoder = model.get_decoder()
+        hooks = []
+        if args.attention == "sdpa":
+            def keep_input(module, hook_args, hook_kwargs):
+                hidden = hook_kwargs.get("hidden_states",
+                                         hook_args[0] if hook_args else None)
+                state.layer_inputs[module.layer_idx] = (
+                    hidden, hook_kwargs["position_embeddings"])
+            for n in layers:
+                hooks.append(decoder.layers[n].self_attn.register_forward_pre_hook(
+                    keep_input, with_kwargs=True))
+        for n in range(max(layers)):
+            mlp = decoder.layers[n].mlp
+            hooks.append(chunk_mlp(torch, mlp, args.chunk_rows))
+        hooks.append(chunk_rope(torch, model, args.chunk_rows))
+        began = time.monotonic()
+        with torch.no_grad():
+            try:
+                decoder(input_ids=torch.tensor([ids], device=device),
+                        use_cache=False)
+            except StopForward:
+                pass
+            else:
+                raise RuntimeError("the forward pass ended without reaching "
+                                   f"layer {max(layers)}'s attention")
+        seconds = time.monotonic() - began
+        writer.commit()
     except BaseException:
-        os.unlink(temp)
+        writer.abort()
         raise
 
     output = os.path.abspath(args.output)
     scenario = os.path.splitext(output)[0] + ".pb"
-    print(f"capture_attention: wrote layer.{args.layer} [{query_heads}, "
-          f"{len(ids)}, {len(ids)}] to {output}")
+    name = "layer" if args.matrix else "window"
+    print(f"capture_attention: wrote {', '.join(f'{name}.{n}' for n in layers)} "
+          f"[{query_heads}, {rows}, {length}] to {output} "
+          f"({args.attention}, {seconds:.1f} s)")
+    for n in sorted(state.seconds):
+        print(f"  layer {n}: {state.seconds[n]:.1f} s of attention"
+              f"{'' if n in layers else ' (run for the next layer, not captured)'}")
     print("next:")
     print(f"  bazel run //tools:import_attention -- --input={output} "
-          f"--output={scenario} --kv_heads={kv_heads}")
-    budget = max(2, len(ids) // 4)
-    print(f"  bazel run //tools:simulate -- --scenario={scenario} "
-          f"--policy=h2o --params=budget={budget},recent_window={budget // 4}")
+          f"--layer={layers[-1]} --output={scenario} --kv_heads={kv_heads}")
+    if args.matrix:
+        budget = max(2, length // 4)
+        print(f"  bazel run //tools:simulate -- --scenario={scenario} "
+              f"--policy=h2o --params=budget={budget},recent_window="
+              f"{budget // 4}")
+    else:
+        print(f"  bazel run //tools:simulate -- --scenario={scenario} "
+              f"--policy=snapkv --params=preset=kvpress-0.5.5,"
+              f"ratio_ppm=500000")
+
+
+def chunk_mlp(torch, mlp, chunk_rows):
+    """Runs `mlp` over chunk_rows tokens at a time; returns a removable."""
+    original = mlp.forward
+
+    def forward(hidden_states):
+        length = hidden_states.shape[1]
+        if length <= chunk_rows:
+            return original(hidden_states)
+        parts = [original(hidden_states[:, i:i + chunk_rows])
+                 for i in range(0, length, chunk_rows)]
+        return torch.cat(parts, dim=1)
+
+    mlp.forward = forward
+
+    class Undo:
+        @staticmethod
+        def remove():
+            mlp.forward = original
+    return Undo
+
+
+def chunk_rope(torch, model, chunk_rows):
+    """Runs the model's rotary embedding chunk_rows positions at a time.
+
+    transformers' apply_rotary_pos_emb ((q * cos) + (rotate_half(q) * sin))
+    makes four temporaries the size of the queries: 4 GiB at 131,072 tokens
+    with 32 heads of 64. It is elementwise, so computing it a block of
+    positions at a time gives the same bits with one block's temporaries.
+    Patched only where the model's module defines it with Llama's signature
+    (q, k, cos, sin, unsqueeze_dim); returns a removable.
+    """
+    import inspect
+    module = sys.modules[type(model).__module__]
+    original = getattr(module, "apply_rotary_pos_emb", None)
+    if original is None or list(inspect.signature(original).parameters) != [
+            "q", "k", "cos", "sin", "unsqueeze_dim"]:
+        print("capture_attention: this model's rotary embedding is not "
+              "Llama's; it runs unchunked", file=sys.stderr)
+        return None
+
+    def apply(q, k, cos, sin, unsqueeze_dim=1):
+        length = q.shape[2]
+        if unsqueeze_dim != 1 or length <= chunk_rows or cos.dim() != 3:
+            return original(q, k, cos, sin, unsqueeze_dim)
+        q_out, k_out = torch.empty_like(q), torch.empty_like(k)
+        for i in range(0, length, chunk_rows):
+            part = slice(i, i + chunk_rows)
+            q_out[:, :, part], k_out[:, :, part] = original(
+                q[:, :, part], k[:, :, part], cos[:, part], sin[:, part],
+                unsqueeze_dim)
+        return q_out, k_out
+
+    module.apply_rotary_pos_emb = apply
+
+    class Undo:
+        @staticmethod
+        def remove():
+            module.apply_rotary_pos_emb = original
+    return Undo
 
 
 def main(argv=None):

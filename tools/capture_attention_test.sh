@@ -1,10 +1,15 @@
 #!/bin/bash
 # End to end, attention from a real model: builds a tiny random Llama
 # (4 query heads, 2 KV heads, 2 layers, no tokenizer), captures one layer's
-# attention with tools/capture_attention.py, imports it with
-# tools/import_attention --kv_heads=2, checks the scenario carries the
+# whole causal matrix with tools/capture_attention.py --matrix, imports it
+# with tools/import_attention --kv_heads=2, checks the scenario carries the
 # captured weights bit for bit, and runs every policy over it with
-# tools/simulate.
+# tools/simulate. Then the observation-window capture: a 600-token prompt
+# given as token ids, two layers' window rows computed a block of rows at a
+# time, compared bit for bit with transformers' own eager attention
+# (output_attentions) and, under --attention sdpa, with kvpress's own
+# SnapKVPress.compute_window_attention in an sdpa run; imported as a
+# prefill scenario and run with the kvpress presets; and the refusals.
 #
 # Needs a Python with torch, transformers and safetensors:
 # $KVSPEC_CAPTURE_PYTHON, else tools/.venv-torch/bin/python in the
@@ -14,6 +19,7 @@ RUNFILES="$TEST_SRCDIR/kvspec"
 SIMULATE="$RUNFILES/tools/simulate"
 IMPORT="$RUNFILES/tools/import_attention"
 CAPTURE="$RUNFILES/tools/capture_attention.py"
+REPORT="$RUNFILES/tools/attention_report.py"
 TMP="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
@@ -65,7 +71,7 @@ fi
 printf 'KV caches forget; the spec says which positions go first.\n' \
   >"$TMP/text.txt"  # 58 bytes: 58 tokens, 48 kept
 "$PYTHON" "$CAPTURE" --model "$TMP/model" --text "$TMP/text.txt" --layer 1 \
-  --output "$TMP/attn.safetensors" --max_tokens 48 \
+  --matrix --output "$TMP/attn.safetensors" --max_tokens 48 \
   >"$TMP/capture" 2>"$TMP/capture.err" \
   || fail "capture_attention exited $?: $(cat "$TMP/capture.err")"
 grep -q "has no tokenizer; using the UTF-8 bytes of the text" "$TMP/capture.err" \
@@ -199,6 +205,218 @@ run snapkv budget=8,recent_window=2,obs_window=4,pool_kernel=3,granularity=query
 for flag in input output layer heads kv_heads id; do
   grep -q -- "--$flag" "$TMP/help" || fail "--help does not explain --$flag"
 done
+
+# --- The observation window: what a prefill step needs, never the square ---
+# A 600-token prompt given as token ids, two layers (0 and 1: layer 1's input
+# is layer 0's output, computed a block of 64 rows at a time and its MLP 100
+# tokens at a time), the last 40 queries' rows.
+"$PYTHON" -c 'import random; random.seed(5); print(" ".join(str(random.randrange(64)) for _ in range(600)))' >"$TMP/ids.txt"
+"$PYTHON" "$CAPTURE" --model "$TMP/model" --token_ids "$TMP/ids.txt" \
+  --layers 0,1 --window 40 --block_rows 64 --chunk_rows 100 \
+  --output "$TMP/win.safetensors" >"$TMP/wcapture" 2>"$TMP/wcapture.err" \
+  || fail "window capture exited $?: $(cat "$TMP/wcapture.err")"
+grep -q "wrote window.0, window.1 \[4, 40, 600\]" "$TMP/wcapture" \
+  || fail "window capture summary: $(cat "$TMP/wcapture")"
+"$PYTHON" "$CAPTURE" --model "$TMP/model" --token_ids "$TMP/ids.txt" \
+  --layers 0,1 --window 40 --attention sdpa \
+  --output "$TMP/sdpa.safetensors" >"$TMP/scapture" 2>"$TMP/scapture.err" \
+  || fail "sdpa capture exited $?: $(cat "$TMP/scapture.err")"
+# Bit for bit: eager rows against transformers' own eager attention
+# (output_attentions=True on the whole prompt), sdpa rows against kvpress's
+# own SnapKVPress.compute_window_attention inside an sdpa run (its keys from
+# the cache, its hidden states and RoPE from the layer's call).
+"$PYTHON" - "$TMP" <<'PYEOF' || fail "window rows against transformers and kvpress"
+import sys, torch, transformers
+from safetensors import safe_open
+from transformers import AutoModelForCausalLM, DynamicCache
+transformers.utils.logging.disable_progress_bar()
+tmp = sys.argv[1]
+ids = torch.tensor([[int(x) for x in open(f"{tmp}/ids.txt").read().split()]])
+eager = AutoModelForCausalLM.from_pretrained(f"{tmp}/model", attn_implementation="eager").eval()
+with torch.no_grad():
+    attentions = eager(input_ids=ids, output_attentions=True, use_cache=False).attentions
+with safe_open(f"{tmp}/win.safetensors", "pt") as f:
+    meta = f.metadata()
+    assert sorted(f.keys()) == ["window.0", "window.1"], list(f.keys())
+    for n in (0, 1):
+        rows = f.get_tensor(f"window.{n}")
+        assert rows.dtype == torch.float32 and tuple(rows.shape) == (4, 40, 600)
+        assert torch.equal(rows, attentions[n][0, :, -40:, :]), f"eager layer {n}"
+assert meta["layout"] == "window" and meta["window_rows"] == "40", meta
+assert meta["tokens"] == "600" and meta["layers"] == "0,1", meta
+assert meta["attention"] == "eager" and len(meta["token_ids_sha256"]) == 64, meta
+
+from kvpress.presses.snapkv_press import SnapKVPress
+sdpa = AutoModelForCausalLM.from_pretrained(f"{tmp}/model", attn_implementation="sdpa").eval()
+inputs = {}
+def keep(module, args, kwargs):
+    inputs[module.layer_idx] = (kwargs["hidden_states"], kwargs["position_embeddings"])
+for layer in sdpa.model.layers:
+    layer.self_attn.register_forward_pre_hook(keep, with_kwargs=True)
+cache = DynamicCache()
+with torch.no_grad():
+    sdpa(input_ids=ids, past_key_values=cache, use_cache=True)
+    with safe_open(f"{tmp}/sdpa.safetensors", "pt") as f:
+        assert f.metadata()["attention"] == "sdpa"
+        for n in (0, 1):
+            hidden, position_embeddings = inputs[n]
+            theirs = SnapKVPress.compute_window_attention(
+                sdpa.model.layers[n].self_attn, hidden, cache.layers[n].keys,
+                40, position_embeddings)[0]
+            ours = f.get_tensor(f"window.{n}")
+            # kvpress keeps the keys outside the window only.
+            assert torch.equal(ours[:, :, :-40], theirs), f"sdpa layer {n}"
+            gap = (ours - attentions[n][0, :, -40:, :]).abs().max().item()
+            print(f"layer {n}: eager and kvpress-under-sdpa rows differ by at most {gap:.3g}")
+print("bit for bit: eager rows = transformers' eager, sdpa rows = kvpress's recomputation")
+PYEOF
+
+# The window as a prefill scenario: one step admitting the 600 positions with
+# the 40 queries' rows (query q's row has q + 1 weights, its own last), and
+# with --decode=8 a prefill of 592 positions (rows of queries 560..591) then
+# 8 decode steps each carrying its row without the diagonal.
+"$IMPORT" --input="$TMP/win.safetensors" --layer=1 --kv_heads=2 \
+  --output="$TMP/win.pb" >"$TMP/wimport" 2>&1 \
+  || fail "import of the window: $(cat "$TMP/wimport")"
+"$IMPORT" --input="$TMP/win.safetensors" --layer=1 --kv_heads=2 \
+  --window_rows=32 --decode=8 --output="$TMP/wdec.pb" >"$TMP/wdimport" 2>&1 \
+  || fail "import of the window with --decode=8: $(cat "$TMP/wdimport")"
+"$PYTHON" - "$TMP" <<'PYEOF' || fail "the prefill scenarios"
+import struct, sys
+from safetensors import safe_open
+tmp = sys.argv[1]
+with safe_open(f"{tmp}/win.safetensors", "pt") as f:
+    rows = f.get_tensor("window.1")
+
+def varint(b, i):
+    value, shift = 0, 0
+    while True:
+        value |= (b[i] & 0x7F) << shift
+        shift += 7
+        i += 1
+        if not b[i - 1] & 0x80:
+            return value, i
+
+def fields(b):
+    i = 0
+    while i < len(b):
+        key, i = varint(b, i)
+        number, kind = key >> 3, key & 7
+        if kind == 0:
+            value, i = varint(b, i)
+        elif kind == 2:
+            n, i = varint(b, i)
+            value, i = b[i:i + n], i + n
+        else:
+            raise ValueError(f"wire type {kind}")
+        yield number, value
+
+def steps(path):
+    scenario = list(fields(open(path, "rb").read()))
+    assert dict((n, v) for n, v in scenario if n in (4, 5)) == {4: 4, 5: 2}
+    return [list(fields(v)) for n, v in scenario if n == 2]
+
+def floats(row):
+    return b"".join(v for n, v in fields(row) if n == 1)
+
+def want(h, q, count):  # window.1 holds queries 560..599
+    return struct.pack(f"<{count}f", *rows[h, q - 560, :count].tolist())
+
+# One prefill step: 600 admitted, 4 heads x 40 query rows, head 0's first.
+(step,) = steps(f"{tmp}/win.pb")
+assert (1, 600) in step, step[:2]
+queries = [v for n, v in step if n == 4]
+assert len(queries) == 160 and not any(n in (2, 3) for n, _ in step)
+for h in range(4):
+    for j in range(40):
+        q = 560 + j
+        assert floats(queries[h * 40 + j]) == want(h, q, q + 1), (h, q)
+
+# --decode=8: a prefill of 592 with queries 560..591, then 8 decode steps.
+prefill, *decode = steps(f"{tmp}/wdec.pb")
+assert (1, 592) in prefill and len(decode) == 8
+queries = [v for n, v in prefill if n == 4]
+assert len(queries) == 4 * 32
+for h in range(4):
+    for j in range(32):
+        q = 560 + j
+        assert floats(queries[h * 32 + j]) == want(h, q, q + 1), (h, q)
+for t, step in enumerate(decode):
+    q = 592 + t
+    assert (1, 1) in step
+    heads = [v for n, v in step if n == 3]
+    assert len(heads) == 4, (q, len(heads))
+    for h in range(4):
+        assert floats(heads[h]) == want(h, q, q), (h, q)
+print("bit for bit: the prefill step's 160 query rows; 128 rows and 8 decode steps")
+PYEOF
+
+# Refusals before anything large is allocated, each naming what to change;
+# none writes its output.
+refuse() {  # what expected-message args...
+  local what="$1" message="$2"
+  shift 2
+  "$PYTHON" "$CAPTURE" --model "$TMP/model" --output "$TMP/no.safetensors" \
+    "$@" >"$TMP/refused" 2>&1
+  local status=$?
+  [[ $status -eq 2 ]] && grep -qF -- "$message" "$TMP/refused" \
+    || fail "$what: exit $status: $(cat "$TMP/refused")"
+}
+echo "[1, 2, 64]" >"$TMP/ids-out-of-range.txt"
+echo "1 x" >"$TMP/ids-not-a-number.txt"
+refuse "memory" "this run needs about" --token_ids "$TMP/ids.txt" \
+  --memory_limit_gib 0.01
+refuse "token out of range" "entry 2 is 64, outside the vocabulary 0..63" \
+  --token_ids "$TMP/ids-out-of-range.txt"
+refuse "not a token" "entry 1 is not an integer: 'x'" \
+  --token_ids "$TMP/ids-not-a-number.txt"
+refuse "window 0" "--window must be at least 1, got 0" \
+  --token_ids "$TMP/ids.txt" --window 0
+refuse "matrix under sdpa" "kvpress recomputes only the observation window" \
+  --token_ids "$TMP/ids.txt" --matrix --attention sdpa
+refuse "layer twice" "names a layer twice" --token_ids "$TMP/ids.txt" \
+  --layers 1,1
+refuse "bad device" "--device nowhere" --token_ids "$TMP/ids.txt" \
+  --device nowhere
+[[ ! -e "$TMP/no.safetensors" ]] || fail "a refused capture wrote its output"
+[[ -z "$(ls "$TMP" | grep '\.tmp$')" ]] || fail "a temporary file was left"
+
+# --- tools/attention_report.py: model and prompt to policies x ratios ---
+# The 600-token prompt: a prefill of 568 (the last 40 queries' rows), then
+# 32 decode queries. kvpress's budget is max(1, int(568 * (1 - r))): 426,
+# 284, 142 and 56 kept for r = 0.25, 0.5, 0.75, 0.9, in every set; the
+# retained mass is a share, so in [0, 1], and it cannot grow as the ratio
+# removes more.
+"$PYTHON" "$REPORT" --model "$TMP/model" --token_ids "$TMP/ids.txt" \
+  --layers 0,1 --window 40 --decode 32 --out "$TMP/report" \
+  --import_attention "$IMPORT" --simulate "$SIMULATE" >"$TMP/report.out" 2>&1 \
+  || fail "attention_report exited $?: $(tail -5 "$TMP/report.out")"
+"$PYTHON" - "$TMP/report" <<'PYEOF' || fail "attention_report's files"
+import json, sys, xml.etree.ElementTree as ET
+out = sys.argv[1]
+data = json.load(open(f"{out}/report.json"))
+assert data["tokens"] == 600 and data["prefill"] == 568 and data["decode"] == 32
+results = data["results"]
+assert len(results) == 2 * 3 * 4, len(results)
+want = {0.25: 426, 0.5: 284, 0.75: 142, 0.9: 56}
+for r in results:
+    assert set(r["kept_after_prefill"]) == {want[r["ratio"]]}, r
+    assert len(r["per_head"]) == 4 and all(0.0 <= v <= 1.0 for v in r["per_head"]), r
+    assert r["worst"] == min(r["per_head"]), r
+for layer in (0, 1):
+    for policy in ("snapkv", "tova", "streamingllm"):
+        masses = [r["mean"] for r in sorted(results, key=lambda r: r["ratio"])
+                  if r["layer"] == layer and r["policy"] == policy]
+        assert masses == sorted(masses, reverse=True), (layer, policy, masses)
+assert open(f"{out}/report.md").read().count("\n| ") == 2 + 24  # header, rule, rows
+ET.parse(f"{out}/retained.svg")
+print("attention_report: 24 rows, kept counts as kvpress computes them")
+PYEOF
+"$PYTHON" "$REPORT" --model "$TMP/model" --token_ids "$TMP/ids.txt" \
+  --policies h2o --out "$TMP/report-h2o" --import_attention "$IMPORT" \
+  --simulate "$SIMULATE" >"$TMP/report-h2o.out" 2>&1
+[[ $? -eq 1 ]] && grep -q "h2o needs every prompt position's row" "$TMP/report-h2o.out" \
+  || fail "attention_report --policies h2o without --window 0: $(cat "$TMP/report-h2o.out")"
 
 echo "capture_attention_test took $((SECONDS - start)) s"
 if [[ $failures -ne 0 ]]; then

@@ -1,8 +1,10 @@
 // import_attention: turns one layer's attention, saved from a model run, into
 // a kvspec scenario that tools/simulate and the runner read.
 //
-//   bazel run //tools:import_attention -- --input=/tmp/attn.safetensors
-//       --output=/tmp/attn.pb --kv_heads=8
+//   bazel run //tools:import_attention -- --input=/tmp/window.safetensors
+//       --layer=8 --output=/tmp/prompt.pb --kv_heads=8
+//   bazel run //tools:import_attention -- --input=/tmp/window.safetensors
+//       --output=/tmp/prompt.pb --kv_heads=8 --window_rows=32 --decode=16
 //   bazel run //tools:import_attention -- --input=/tmp/attn.npy
 //       --output=/tmp/attn.pb --heads=0,2 --kv_heads=1
 //   bazel run //tools:simulate -- --scenario=/tmp/attn.pb --policy=h2o
@@ -11,18 +13,35 @@
 // (each command on one line).
 //
 // Inputs (by extension): a .npy float32 array [heads, L, L], or a
-// .safetensors file holding tensors layer.<n> (float32 [heads, L, L]) or
-// step.<t> (float32 [heads, t + 1], t = 0 .. L-1). Step q of the scenario
-// admits position q and carries each selected head's row q without its
-// diagonal weight, bit for bit. tools/import_attention_lib.h says exactly
-// what is read, checked and refused; tools/capture_attention.py writes the
-// .safetensors file from a Hugging Face model.
+// .safetensors file holding tensors layer.<n> (float32 [heads, L, L]),
+// window.<n> (float32 [heads, R, L]: the rows of the prompt's last R
+// queries) or step.<t> (float32 [heads, t + 1], t = 0 .. L-1).
 //
-// Exit status: 0 on success, 1 when the input is refused or the output
-// cannot be written, 2 for a malformed command line.
+// A matrix or step rows: step q of the scenario admits position q and
+// carries each selected head's row q without its diagonal weight, bit for
+// bit.
+//
+// A window: a prefill scenario (spec/prefill.md). Step 0 admits the first
+// P = L - D positions (D = --decode, default 0) and carries, as query rows,
+// the rows of its last m queries P-m .. P-1 (m = --window_rows, default
+// R - D), each with its diagonal weight (q + 1 weights); then one decode
+// step per remaining position q = P .. L-1 admits it and carries row q
+// without its diagonal. Requires 1 <= m <= P, m + D <= R, D < L.
+//
+// Before anything big is built, the scenario's exact serialized size is
+// checked against protobuf's 2 GiB message limit (INT_MAX bytes), and the
+// import's memory against MemAvailable: a refusal gives the figures and the
+// ways out. tools/import_attention_lib.h says exactly what is read, checked
+// and refused; tools/capture_attention.py writes the .safetensors file from
+// a Hugging Face model.
+//
+// Exit status: 0 on success, 1 when the input is refused, does not fit, or
+// the output cannot be written (out of memory included), 2 for a malformed
+// command line.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,14 +56,17 @@
 
 ABSL_FLAG(std::string, input, "",
           "The attention file: .npy (float32 [heads, L, L], C order) or "
-          ".safetensors (tensors layer.<n> of float32 [heads, L, L], or "
-          "step.<t> of float32 [heads, t + 1]).");
+          ".safetensors (tensors layer.<n> of float32 [heads, L, L], "
+          "window.<n> of float32 [heads, R, L] (the last R queries' rows: a "
+          "prefill scenario), or step.<t> of float32 [heads, t + 1]).");
 ABSL_FLAG(std::string, output, "",
           "Where to write the binary kvspec.v1.Scenario. Written to a "
           "temporary file beside it, then renamed: never left half-written.");
 ABSL_FLAG(std::string, layer, "",
-          "Which layer.<n> tensor of a .safetensors file to read. Empty: the "
-          "file's only layer tensor.");
+          "Which layer's tensor (layer.<n> or window.<n>) of a .safetensors "
+          "file to read. Empty: the file's only layer. When the file holds "
+          "both layer.<n> and window.<n>, window.<n> is read if "
+          "--window_rows or --decode is given, layer.<n> otherwise.");
 ABSL_FLAG(std::string, heads, "all",
           "Comma-separated query heads to keep, in the order given (e.g. "
           "0,2,5), or 'all' for every head in file order.");
@@ -54,6 +76,16 @@ ABSL_FLAG(uint32_t, kv_heads, 1,
           "selected heads.");
 ABSL_FLAG(std::string, id, "",
           "The scenario's id. Empty: the input file's base name.");
+ABSL_FLAG(std::string, window_rows, "",
+          "window.<n> only: m, how many of the window's R rows the prefill "
+          "step carries as query rows (the queries P-m .. P-1, P = L - "
+          "decode). Empty: R - decode, every row the decode steps do not "
+          "use. 1 <= m <= P and m + decode <= R.");
+ABSL_FLAG(std::string, decode, "",
+          "window.<n> only: D, how many of the prompt's last positions "
+          "become decode steps after the prefill step (one step each, "
+          "admitting 1 and carrying its row without the diagonal). Empty: "
+          "0. D < L.");
 
 namespace kvspec {
 namespace {
@@ -64,6 +96,21 @@ std::string UserPath(const std::string& path) {
   const char* dir = std::getenv("BUILD_WORKING_DIRECTORY");
   if (dir == nullptr || path.empty() || path[0] == '/') return path;
   return std::string(dir) + "/" + path;
+}
+
+// --name=text into `value` (nothing when `text` is empty); false, after a
+// message, when it is not a number.
+bool ParseCount(const char* name, const std::string& text,
+                std::optional<uint32_t>& value) {
+  if (text.empty()) return true;
+  uint32_t n = 0;
+  if (!absl::SimpleAtoi(text, &n)) {
+    std::fprintf(stderr, "--%s: '%s' is not a non-negative number\n", name,
+                 text.c_str());
+    return false;
+  }
+  value = n;
+  return true;
 }
 
 int Main() {
@@ -84,6 +131,11 @@ int Main() {
       return 2;
     }
     options.layer = n;
+  }
+  if (!ParseCount("window_rows", absl::GetFlag(FLAGS_window_rows),
+                  options.window_rows) ||
+      !ParseCount("decode", absl::GetFlag(FLAGS_decode), options.decode)) {
+    return 2;
   }
   if (const std::string heads = absl::GetFlag(FLAGS_heads); heads != "all") {
     absl::StatusOr<std::vector<uint32_t>> list = ParseHeadList(heads);
@@ -106,9 +158,22 @@ int Main() {
     std::fprintf(stderr, "%s\n", std::string(written.message()).c_str());
     return 1;
   }
-  std::printf("%s: %d steps, %u query head(s), %u kv head(s), id '%s'\n",
-              output.c_str(), scenario->steps_size(), scenario->query_heads(),
-              scenario->kv_heads(), scenario->id().c_str());
+  if (scenario->steps_size() > 0 && scenario->steps(0).queries_size() > 0) {
+    const v1::Step& prefill = scenario->steps(0);
+    std::printf(
+        "%s: %d steps (a prefill step admitting %u positions with %d query "
+        "rows per head, %d decode step(s)), %u query head(s), %u kv head(s), "
+        "id '%s'\n",
+        output.c_str(), scenario->steps_size(), prefill.admit(),
+        prefill.queries_size() / static_cast<int>(scenario->query_heads()),
+        scenario->steps_size() - 1, scenario->query_heads(),
+        scenario->kv_heads(), scenario->id().c_str());
+  } else {
+    std::printf("%s: %d steps, %u query head(s), %u kv head(s), id '%s'\n",
+                output.c_str(), scenario->steps_size(),
+                scenario->query_heads(), scenario->kv_heads(),
+                scenario->id().c_str());
+  }
   return 0;
 }
 
@@ -120,8 +185,15 @@ int main(int argc, char** argv) {
       "Turns one layer's attention saved from a model run into a binary "
       "kvspec.v1.Scenario.\n"
       "  import_attention --input=attn.safetensors --output=attn.pb "
-      "[--layer=N] [--heads=0,2] [--kv_heads=K] [--id=NAME]\n"
+      "[--layer=N] [--heads=0,2] [--kv_heads=K] [--id=NAME] "
+      "[--window_rows=M] [--decode=D]\n"
       "  import_attention --input=attn.npy --output=attn.pb");
   absl::ParseCommandLine(argc, argv);
-  return kvspec::Main();
+  try {
+    return kvspec::Main();
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "%s: out of memory (std::bad_alloc)\n",
+                 absl::GetFlag(FLAGS_input).c_str());
+    return 1;
+  }
 }

@@ -4,29 +4,85 @@
 // The input is one layer's causal attention A[h, q, k]: the weight query
 // position q pays to key position k, for each query head h (softmax rows of
 // an eager attention, so A[h, q, k] is 0 for every k > q). It comes in one of
-// two layouts:
+// three layouts:
 //
 //   matrix     one float32 array [heads, L, L]: a .npy file, or a tensor
 //              `layer.<n>` of a .safetensors file;
 //   step rows  .safetensors tensors `step.<t>`, t = 0 .. L-1, each float32
-//              [heads, t + 1]: the query of step t over keys 0..t.
+//              [heads, t + 1]: the query of step t over keys 0..t;
+//   window     a .safetensors tensor `window.<n>`, float32 [heads, R, L]
+//              with 1 <= R <= L: row r is the row of query position
+//              q = L - R + r over keys 0..L-1 (the prompt's last R queries,
+//              an observation window; entries k > q are +0.0).
 //
-// The scenario has one step per query position q. Step q admits position q
-// and carries, for each selected head h, the full-cache row A[h, q, 0..q-1]:
-// row q WITHOUT its diagonal weight A[h, q, q], because in kvspec a step's
-// query never attends to its own position (spec/harness.md#the-decode-step).
-// Step 0's rows are present and empty. Weights are copied bit for bit: no
-// renormalization, no conversion (spec/harness.md#what-a-policy-sees).
+// Matrix and step rows: the scenario has one step per query position q.
+// Step q admits position q and carries, for each selected head h, the
+// full-cache row A[h, q, 0..q-1]: row q WITHOUT its diagonal weight
+// A[h, q, q], because in kvspec a step's query never attends to its own
+// position (spec/harness.md#the-decode-step). Step 0's rows are present and
+// empty.
 //
-// Every weight the scenario carries must be accepted by
+// Window: a prefill scenario (spec/prefill.md). With D = decode (default 0)
+// and m = window_rows (default R - D), the prompt's first P = L - D
+// positions are the prompt proper and its last D positions are decoded:
+//   step 0 (the prefill step) admits P positions and carries query rows
+//     (Step.queries) for the queries P-m .. P-1: for each selected head h in
+//     the order selected, and within a head for each of those queries q
+//     ascending, the q + 1 weights window[h, r(q), 0..q], its own (diagonal)
+//     weight last, where r(q) = q - (L - R). No `attention`, no `heads`.
+//   steps 1 .. D (one per query position q = P .. L-1) each admit 1 and
+//     carry, for each selected head, the row window[h, r(q), 0..q-1]
+//     WITHOUT the diagonal, in `attention` (one head) or `heads` (several
+//     heads), exactly as the matrix layout's steps.
+// Required: 1 <= m, D < L (so P >= 1), m <= P and m + D <= R; anything else
+// is refused naming the flag and the numbers, checked in that order (D < L,
+// then m >= 1, m <= P, m + D <= R; without window_rows, D >= R is refused
+// as leaving no row for the prefill step). The window's rows 0 .. R-m-D-1
+// (queries before P - m) are not used and not checked.
+//
+// Weights are copied bit for bit: no renormalization, no conversion
+// (spec/harness.md#what-a-policy-sees).
+//
+// Checks. Every weight the scenario carries must be accepted by
 // spec/harness.md#attention-weights (finite, sign bit clear: no NaN, no inf,
-// no negative number, no -0.0), and every weight above the diagonal
-// (k > q, matrix layout only) must be zero; otherwise the file is refused.
-// The diagonal weights and the unselected heads' weights below the diagonal
-// are not carried and not checked.
+// no negative number, no -0.0); otherwise the file is refused.
+//   matrix: every weight above the diagonal (k > q) of every head, selected
+//     or not, must be zero (+0.0 or -0.0); the diagonal weights and the
+//     unselected heads' weights below it are not carried and not checked.
+//   step rows: the selected heads' weights left of the diagonal.
+//   window: for each selected head and each row the scenario uses
+//     (queries P-m .. L-1): the carried weights (0..q for a prefill row,
+//     0..q-1 for a decode row) and every weight above the diagonal, which
+//     must be exactly +0.0 (bits 0x00000000; -0.0 or anything else is
+//     refused: the file is not causal). A decode row's diagonal is not
+//     carried and not checked; the unselected heads are not read.
+// Heads are checked in file order, rows in query order, columns in order:
+// the first fault is reported.
+//
+// Which tensor. A .safetensors file may hold layer.<n>, window.<n> and other
+// tensors (e.g. totals.<n>, which is not read), or step.<t> tensors, never
+// step.<t> together with layer.<n> or window.<n>. The layer number n is
+// `layer`, or, when the file's layer.<n> and window.<n> tensors all have the
+// same n, that n. For n: window.<n> when there is no layer.<n>; when both
+// exist, window.<n> if window_rows or decode is given, layer.<n> otherwise.
+// window_rows and decode are refused for the matrix and step-rows layouts.
+// For the window layout only, __metadata__ is cross-checked when it holds a
+// decimal "tokens" (must be L), "window_rows" (must be R) or
+// "num_attention_heads" (must be the tensor's heads): a contradiction is
+// refused; a value that is not a decimal number is ignored.
+//
+// Size and memory. Before anything is allocated for the scenario or a
+// weight is read, the import computes the exact size of the serialized
+// scenario (ScenarioWireBytes below: ByteSizeLong() of the scenario it
+// would build) and refuses it above kMaxScenarioBytes, with the figures and
+// the ways out; then it estimates the memory the import needs (the input
+// bytes it reads, which stay mapped, plus the scenario in memory) and
+// refuses it above MemAvailable (/proc/meminfo; no check when unreadable).
+// The input is mapped (mmap), not copied; an allocation failure anywhere
+// in ImportAttention or WriteScenarioFile is a refusal, never an abort.
 //
 // Every refusal is an absl::Status whose message starts with the input path
-// and names the problem, e.g.
+// (the output path for WriteScenarioFile) and names the problem, e.g.
 //   "attn.npy: head 2, row 5, column 7: weight 0.25 above the diagonal
 //    (rows must be causal)".
 //
@@ -40,6 +96,7 @@
 #ifndef KVSPEC_TOOLS_IMPORT_ATTENTION_LIB_H_
 #define KVSPEC_TOOLS_IMPORT_ATTENTION_LIB_H_
 
+#include <climits>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -52,10 +109,17 @@
 
 namespace kvspec {
 
+// The largest scenario accepted, in serialized bytes: INT_MAX, protobuf's
+// limit for one message. Protobuf 3.21 refuses to serialize a larger message
+// (MessageLite::SerializeToZeroCopyStream checks ByteSizeLong() <= INT_MAX),
+// a length-delimited field (a Step) is at most INT_MAX bytes when parsed,
+// and CodedInputStream's default total bytes limit is INT_MAX.
+inline constexpr uint64_t kMaxScenarioBytes = INT_MAX;
+
 struct ImportOptions {
-  // Which `layer.<n>` tensor of a .safetensors file to read. nullopt: the
-  // file's only layer tensor (refused when it has several). Refused for a
-  // .npy file and for a file of step rows.
+  // Which layer's tensor (`layer.<n>` or `window.<n>`) of a .safetensors
+  // file to read. nullopt: the file's only layer number (refused when it has
+  // several). Refused for a .npy file and for a file of step rows.
   std::optional<uint32_t> layer;
   // The query heads to keep, in the order given (the scenario's head i is
   // the file's head heads[i]). nullopt: every head, in file order. Each must
@@ -67,20 +131,65 @@ struct ImportOptions {
   uint32_t kv_heads = 1;
   // The scenario's id. Empty: the input file's base name.
   std::string id;
+  // Window layout only: m, the query rows the prefill step carries.
+  // nullopt: R - decode.
+  std::optional<uint32_t> window_rows;
+  // Window layout only: D, the prompt's last positions that become decode
+  // steps after the prefill step. nullopt: 0.
+  std::optional<uint32_t> decode;
+  // The memory the import may use, in bytes. nullopt: MemAvailable from
+  // /proc/meminfo when readable, else no limit.
+  std::optional<uint64_t> memory_available;
 };
 
 // Reads `path` (.npy or .safetensors, by extension) and builds the scenario.
 absl::StatusOr<v1::Scenario> ImportAttention(const std::string& path,
                                              const ImportOptions& options);
 
+// What ImportAttention would need for `path` and `options`, computed from
+// the file's header and the options alone: no weight is read or checked and
+// no limit is applied (the structure, the heads and the flags are checked
+// as ImportAttention does).
+struct ImportSize {
+  // Exactly the scenario's ByteSizeLong() (saturated at UINT64_MAX).
+  uint64_t scenario_bytes = 0;
+  // The input bytes the checks and the copy read (they stay mapped).
+  uint64_t input_bytes = 0;
+  // An estimate of the scenario in memory: 4 bytes per weight, 128 per
+  // row, 192 per step (objects, pointers, allocator headers), the id and
+  // 256. ImportAttention refuses input_bytes + message_bytes above the
+  // memory available.
+  uint64_t message_bytes = 0;
+  // The scenario's steps, rows (decode rows and query rows) and weights.
+  uint64_t steps = 0;
+  uint64_t rows = 0;
+  uint64_t weights = 0;
+};
+absl::StatusOr<ImportSize> MeasureImport(const std::string& path,
+                                         const ImportOptions& options);
+
+// The exact serialized size of a scenario ImportAttention builds, from its
+// shape: `id_bytes` the id's length, `query_heads` rows per step, a prefill
+// step admitting `prefill_admit` positions (0: none) with query rows for
+// queries prefill_admit - query_rows .. prefill_admit - 1, then one decode
+// step for each query position first_decode .. length - 1 (admit 1, q
+// weights per head). Wire format: tag + length varint + payload for every
+// message and packed field (spec/kvspec.proto); saturated at UINT64_MAX.
+uint64_t ScenarioWireBytes(uint64_t id_bytes, uint32_t query_heads,
+                           uint32_t kv_heads, uint64_t prefill_admit,
+                           uint64_t query_rows, uint64_t first_decode,
+                           uint64_t length);
+
 // "0,2,5" -> {0, 2, 5}; "" -> {}. Refuses only what is not a list of
 // numbers: an empty list, a repeated head and a head out of range are
 // refused by ImportAttention, which names the file.
 absl::StatusOr<std::vector<uint32_t>> ParseHeadList(absl::string_view text);
 
-// Writes `scenario` to `path` as a binary kvspec.v1.Scenario: first to a
-// temporary file beside it, then renamed over `path`, so `path` is either
-// the complete new file or untouched.
+// Writes `scenario` to `path` as a binary kvspec.v1.Scenario, serialized
+// straight to the file through protobuf's zero-copy FileOutputStream (no
+// copy of the bytes in memory): first to a temporary file beside it, then
+// renamed over `path`, so `path` is either the complete new file or
+// untouched.
 absl::Status WriteScenarioFile(const v1::Scenario& scenario,
                                const std::string& path);
 

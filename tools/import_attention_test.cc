@@ -4,13 +4,19 @@
 // no model.
 #include "tools/import_attention_lib.h"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <climits>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -626,8 +632,9 @@ TEST(Refusals, SafetensorsStructure) {
       Refusal("nothing.safetensors",
               Safetensors(Header({TensorJson("weights", "F32", {18}, 0, 72)}),
                           data)),
-      "the file holds no tensor layer.<n> (a [heads, L, L] matrix) and no "
-      "tensor step.<t> (per-step rows)");
+      "the file holds no tensor layer.<n> (a [heads, L, L] matrix), no "
+      "tensor window.<n> (a [heads, R, L] window) and no tensor step.<t> "
+      "(per-step rows)");
   EXPECT_EQ(Refusal("badname.safetensors",
                     SafetensorsOf("layer.03", {2, 3, 3}, kExample)),
             "tensor name \"layer.03\" is not layer.<n> with n a decimal "
@@ -707,5 +714,751 @@ TEST(Refusals, BadJson) {
   }
 }
 
+
+// ---------------------------------------------------------------------------
+// The window layout: window.<n> [heads, R, L], row r the query at position
+// L - R + r. The hand-worked example: 2 heads, R = 3, L = 5, so rows 0, 1,
+// 2 are the queries at positions 2, 3, 4.
+//
+//   head 0                              head 1
+//   q=2  0.5    0.25   0.25  0    0     1e-45 +0.0   1      0      0
+//   q=3  0.125  0.125  0.25  0.5  0     0.75  0.125  0.0625 0.0625 0
+//   q=4  0.0625 0.0625 0.125 0.25 0.5   0.25  0.25   0.125  0.125  0.25
+//
+// --decode=0 (default): step 0 admits 5 and carries 3 query rows per head,
+// q + 1 weights each, diagonal included. --decode=1: step 0 admits 4 and
+// carries the rows of queries 2 and 3 (m = R - D = 2); step 1 admits 1 and
+// carries row 4 without its diagonal, [0.0625 0.0625 0.125 0.25] and
+// [0.25 0.25 0.125 0.125].
+const std::vector<float> kWindow = {
+    0.5f,       0.25f,  0.25f,   0,       0,                       // h0 q2
+    0.125f,     0.125f, 0.25f,   0.5f,    0,                       // h0 q3
+    0.0625f,    0.0625f, 0.125f, 0.25f,   0.5f,                    // h0 q4
+    kSubnormal, 0.0f,   1,       0,       0,                       // h1 q2
+    0.75f,      0.125f, 0.0625f, 0.0625f, 0,                       // h1 q3
+    0.25f,      0.25f,  0.125f,  0.125f,  0.25f,                   // h1 q4
+};
+
+void SetWindow(std::vector<float>& values, int rows, int length, int h, int r,
+               int k, float value) {
+  values[(h * rows + r) * length + k] = value;
+}
+
+std::vector<uint32_t> BitsOfAll(const std::vector<float>& values) {
+  std::vector<uint32_t> bits;
+  for (float v : values) bits.push_back(Bits(v));
+  return bits;
+}
+
+// The query rows of a step, in wire order.
+Rows QueryBits(const v1::Step& step) {
+  Rows rows;
+  for (const v1::AttentionRow& row : step.queries()) {
+    std::vector<uint32_t> bits;
+    for (float w : row.weights()) bits.push_back(Bits(w));
+    rows.push_back(bits);
+  }
+  return rows;
+}
+
+std::string WindowFile(const std::string& name,
+                       const std::vector<float>& values = kWindow,
+                       const std::string& metadata = "") {
+  const std::string data = FloatBytes(values);
+  std::string header =
+      "{" + TensorJson("window.0", "F32", {2, 3, 5}, 0, data.size());
+  if (!metadata.empty()) header += ",\"__metadata__\":" + metadata;
+  return WriteInput(name, Safetensors(header + "}", data));
+}
+
+TEST(Window, AllRowsAreTheQueryRowsOfOnePrefillStep) {
+  const std::string path = WindowFile(
+      "window.safetensors", kWindow,
+      R"({"tokens":"5","window_rows":"3","num_attention_heads":"2",)"
+      R"("num_key_value_heads":"1","model":"hand"})");
+  ImportOptions options;
+  options.kv_heads = 2;
+  absl::StatusOr<v1::Scenario> scenario = ImportAttention(path, options);
+  ASSERT_TRUE(scenario.ok()) << scenario.status();
+  EXPECT_EQ(scenario->id(), "window.safetensors");
+  EXPECT_EQ(scenario->query_heads(), 2u);
+  EXPECT_EQ(scenario->kv_heads(), 2u);
+  ASSERT_EQ(scenario->steps_size(), 1);
+  const v1::Step& step = scenario->steps(0);
+  EXPECT_EQ(step.admit(), 5u);
+  EXPECT_FALSE(step.has_attention());
+  EXPECT_EQ(step.heads_size(), 0);
+  EXPECT_EQ(QueryBits(step),
+            (Rows{BitsOfAll({0.5f, 0.25f, 0.25f}),
+                  BitsOfAll({0.125f, 0.125f, 0.25f, 0.5f}),
+                  BitsOfAll({0.0625f, 0.0625f, 0.125f, 0.25f, 0.5f}),
+                  BitsOfAll({kSubnormal, 0.0f, 1}),
+                  BitsOfAll({0.75f, 0.125f, 0.0625f, 0.0625f}),
+                  BitsOfAll({0.25f, 0.25f, 0.125f, 0.125f, 0.25f})}));
+}
+
+TEST(Window, DecodeStepsTakeThePromptsLastPositions) {
+  const std::string path = WindowFile("decode.safetensors");
+  ImportOptions options;
+  options.decode = 1;
+  absl::StatusOr<v1::Scenario> scenario = ImportAttention(path, options);
+  ASSERT_TRUE(scenario.ok()) << scenario.status();
+  EXPECT_EQ(scenario->query_heads(), 2u);
+  EXPECT_EQ(scenario->kv_heads(), 1u);
+  ASSERT_EQ(scenario->steps_size(), 2);
+  const v1::Step& prefill = scenario->steps(0);
+  EXPECT_EQ(prefill.admit(), 4u);
+  EXPECT_FALSE(prefill.has_attention());
+  EXPECT_EQ(prefill.heads_size(), 0);
+  EXPECT_EQ(QueryBits(prefill),
+            (Rows{BitsOfAll({0.5f, 0.25f, 0.25f}),
+                  BitsOfAll({0.125f, 0.125f, 0.25f, 0.5f}),
+                  BitsOfAll({kSubnormal, 0.0f, 1}),
+                  BitsOfAll({0.75f, 0.125f, 0.0625f, 0.0625f})}));
+  const v1::Step& decode = scenario->steps(1);
+  EXPECT_EQ(decode.admit(), 1u);
+  EXPECT_EQ(decode.queries_size(), 0);
+  EXPECT_FALSE(decode.has_attention());  // several heads: rows in `heads`
+  EXPECT_EQ(RowBits(decode),
+            (Rows{BitsOfAll({0.0625f, 0.0625f, 0.125f, 0.25f}),
+                  BitsOfAll({0.25f, 0.25f, 0.125f, 0.125f})}));
+
+  // Fewer query rows: --window_rows=1 --decode=1 carries query 3 only.
+  options.window_rows = 1;
+  scenario = ImportAttention(path, options);
+  ASSERT_TRUE(scenario.ok()) << scenario.status();
+  ASSERT_EQ(scenario->steps_size(), 2);
+  EXPECT_EQ(scenario->steps(0).admit(), 4u);
+  EXPECT_EQ(QueryBits(scenario->steps(0)),
+            (Rows{BitsOfAll({0.125f, 0.125f, 0.25f, 0.5f}),
+                  BitsOfAll({0.75f, 0.125f, 0.0625f, 0.0625f})}));
+  EXPECT_EQ(RowBits(scenario->steps(1)),
+            (Rows{BitsOfAll({0.0625f, 0.0625f, 0.125f, 0.25f}),
+                  BitsOfAll({0.25f, 0.25f, 0.125f, 0.125f})}));
+
+  // --decode=2: queries 3 and 4 are decode steps, query 2 the only row.
+  options.window_rows.reset();
+  options.decode = 2;
+  scenario = ImportAttention(path, options);
+  ASSERT_TRUE(scenario.ok()) << scenario.status();
+  ASSERT_EQ(scenario->steps_size(), 3);
+  EXPECT_EQ(scenario->steps(0).admit(), 3u);
+  EXPECT_EQ(QueryBits(scenario->steps(0)),
+            (Rows{BitsOfAll({0.5f, 0.25f, 0.25f}),
+                  BitsOfAll({kSubnormal, 0.0f, 1})}));
+  EXPECT_EQ(RowBits(scenario->steps(1)),
+            (Rows{BitsOfAll({0.125f, 0.125f, 0.25f}),
+                  BitsOfAll({0.75f, 0.125f, 0.0625f})}));
+  EXPECT_EQ(scenario->steps(2).admit(), 1u);
+}
+
+TEST(Window, HeadsInTheGivenOrderAndOneHeadInAttention) {
+  const std::string path = WindowFile("heads.safetensors");
+  ImportOptions options;
+  options.heads = std::vector<uint32_t>{1, 0};
+  options.kv_heads = 1;
+  options.decode = 1;
+  options.id = "swapped";
+  absl::StatusOr<v1::Scenario> scenario = ImportAttention(path, options);
+  ASSERT_TRUE(scenario.ok()) << scenario.status();
+  EXPECT_EQ(scenario->id(), "swapped");
+  EXPECT_EQ(scenario->query_heads(), 2u);
+  EXPECT_EQ(scenario->kv_heads(), 1u);
+  EXPECT_EQ(QueryBits(scenario->steps(0)),
+            (Rows{BitsOfAll({kSubnormal, 0.0f, 1}),
+                  BitsOfAll({0.75f, 0.125f, 0.0625f, 0.0625f}),
+                  BitsOfAll({0.5f, 0.25f, 0.25f}),
+                  BitsOfAll({0.125f, 0.125f, 0.25f, 0.5f})}));
+  EXPECT_EQ(RowBits(scenario->steps(1)),
+            (Rows{BitsOfAll({0.25f, 0.25f, 0.125f, 0.125f}),
+                  BitsOfAll({0.0625f, 0.0625f, 0.125f, 0.25f})}));
+
+  options.heads = std::vector<uint32_t>{1};
+  scenario = ImportAttention(path, options);
+  ASSERT_TRUE(scenario.ok()) << scenario.status();
+  EXPECT_EQ(scenario->query_heads(), 1u);
+  EXPECT_EQ(QueryBits(scenario->steps(0)),
+            (Rows{BitsOfAll({kSubnormal, 0.0f, 1}),
+                  BitsOfAll({0.75f, 0.125f, 0.0625f, 0.0625f})}));
+  const v1::Step& decode = scenario->steps(1);
+  EXPECT_TRUE(decode.has_attention());  // one head: its row in `attention`
+  EXPECT_EQ(decode.heads_size(), 0);
+  EXPECT_EQ(RowBits(decode),
+            (Rows{BitsOfAll({0.25f, 0.25f, 0.125f, 0.125f})}));
+}
+
+TEST(Window, TheHarnessAcceptsTheScenarios) {
+  const std::string path = WindowFile("harness.safetensors");
+  for (uint32_t decode : {0u, 1u, 2u}) {
+    ImportOptions options;
+    options.decode = decode;
+    options.kv_heads = 2;
+    absl::StatusOr<v1::Scenario> scenario = ImportAttention(path, options);
+    ASSERT_TRUE(scenario.ok()) << scenario.status();
+    const RunResult result =
+        RunScenario({"h2o", {{"budget", 2}, {"recent_window", 0}}},
+                    FromProto(*scenario));
+    ASSERT_TRUE(result.refusal.ok()) << decode << ": " << result.refusal;
+    EXPECT_EQ(result.steps.size(), 1u + decode);
+  }
+}
+
+TEST(Window, WhichTensor) {
+  // layer.0 and window.0: the square unless a window flag is given.
+  const std::string square = FloatBytes(Uniform(2, 5));
+  const std::string window = FloatBytes(kWindow);
+  const std::string totals(2 * 5 * 8, '\0');
+  const std::string both = WriteInput(
+      "both.safetensors",
+      Safetensors(
+          Header({TensorJson("layer.0", "F32", {2, 5, 5}, 0, 200),
+                  TensorJson("window.0", "F32", {2, 3, 5}, 200, 320),
+                  TensorJson("totals.0", "F64", {2, 5}, 320, 400)}),
+          square + window + totals));
+  absl::StatusOr<v1::Scenario> scenario = ImportAttention(both, {});
+  ASSERT_TRUE(scenario.ok()) << scenario.status();
+  EXPECT_EQ(scenario->steps_size(), 5);  // the square
+  ImportOptions options;
+  options.decode = 0;
+  scenario = ImportAttention(both, options);
+  ASSERT_TRUE(scenario.ok()) << scenario.status();
+  EXPECT_EQ(scenario->steps_size(), 1);  // the window
+  EXPECT_EQ(scenario->steps(0).queries_size(), 6);
+
+  // Two layer numbers: --layer chooses.
+  const std::string two = WriteInput(
+      "two.safetensors",
+      Safetensors(Header({TensorJson("layer.5", "F32", {2, 5, 5}, 0, 200),
+                          TensorJson("window.2", "F32", {2, 3, 5}, 200, 320)}),
+                  square + window));
+  EXPECT_EQ(ImportAttention(two, {}).status().message(),
+            two + ": the file holds 2 layers (window.2, layer.5): choose one "
+                  "with --layer");
+  options = {};
+  options.layer = 2;
+  scenario = ImportAttention(two, options);
+  ASSERT_TRUE(scenario.ok()) << scenario.status();
+  EXPECT_EQ(scenario->steps(0).queries_size(), 6);
+  options.layer = 3;
+  EXPECT_EQ(ImportAttention(two, options).status().message(),
+            two + ": --layer=3: the file has no tensor layer.3 or window.3 (it "
+                  "holds window.2, layer.5)");
+  // A window flag with a square.
+  options.layer = 5;
+  options.window_rows = 2;
+  EXPECT_EQ(ImportAttention(two, options).status().message(),
+            two + ": --window_rows=2 applies to a window.<n> tensor; tensor "
+                  "layer.5 is a [heads, L, L] matrix and the file has no "
+                  "window.5");
+  options = {};
+  options.decode = 0;
+  EXPECT_EQ(Refusal("flags.npy", NpyOf({2, 3, 3}, kExample), options),
+            "--decode=0 applies to a window.<n> tensor of a .safetensors file; "
+            "a .npy file holds a [heads, L, L] matrix");
+  options.window_rows = 1;
+  EXPECT_EQ(Refusal("flags.safetensors", SafetensorsOf("step.0", {1, 1}, {1}),
+                    options),
+            "--window_rows=1 and --decode=0 apply to a window.<n> tensor; the "
+            "file holds per-step rows (step.<t>)");
+  // Windows and step rows together.
+  EXPECT_EQ(
+      Refusal("mixed.safetensors",
+              Safetensors(Header({TensorJson("window.0", "F32", {2, 3, 5}, 0,
+                                             120),
+                                  TensorJson("step.0", "F32", {1, 1}, 120,
+                                             124)}),
+                          window + FloatBytes({1}))),
+      "the file holds both window.<n> and step.<t> tensors; it must hold one "
+      "kind");
+  EXPECT_EQ(Refusal("badwindow.safetensors",
+                    SafetensorsOf("window.x", {2, 3, 5}, kWindow)),
+            "tensor name \"window.x\" is not window.<n> with n a decimal "
+            "number");
+}
+
+TEST(WindowRefusals, Flags) {
+  const std::string bytes = Safetensors(
+      "{" + TensorJson("window.0", "F32", {2, 3, 5}, 0, 120) + "}",
+      FloatBytes(kWindow));
+  ImportOptions options;
+  options.window_rows = 3;
+  options.decode = 1;
+  EXPECT_EQ(Refusal("mdr.safetensors", bytes, options),
+            "--window_rows=3 plus --decode=1 is 4 rows, more than the "
+            "window's R = 3 (tensor window.0 [2, 3, 5])");
+  options.decode = 3;
+  EXPECT_EQ(Refusal("mp.safetensors", bytes, options),
+            "--window_rows=3 is more than the 2 positions the prefill step "
+            "admits (P = L - D = 5 - 3)");
+  options.window_rows = 2;
+  options.decode = 4;
+  EXPECT_EQ(Refusal("mp1.safetensors", bytes, options),
+            "--window_rows=2 is more than the 1 position the prefill step "
+            "admits (P = L - D = 5 - 4)");
+  options.decode = 5;
+  EXPECT_EQ(Refusal("dl.safetensors", bytes, options),
+            "--decode=5: the prompt has L = 5 positions (tensor window.0 [2, "
+            "3, 5]); at most 4 can be decode steps, the prefill step admits "
+            "at least one");
+  options.window_rows.reset();
+  options.decode = 3;
+  EXPECT_EQ(Refusal("dr.safetensors", bytes, options),
+            "--decode=3 leaves no window row for the prefill step: the window "
+            "has R = 3 rows (tensor window.0 [2, 3, 5]), and the default "
+            "--window_rows is R - D; give --decode below 3");
+  options.window_rows = 0;
+  options.decode.reset();
+  EXPECT_EQ(Refusal("m0.safetensors", bytes, options),
+            "--window_rows=0: the prefill step needs at least 1 query row");
+}
+
+TEST(WindowRefusals, NonCausal) {
+  std::vector<float> values = kWindow;
+  SetWindow(values, 3, 5, 1, 1, 4, 0.25f);  // head 1, query 3, column 4
+  EXPECT_EQ(Refusal("noncausal.safetensors",
+                    Safetensors("{" +
+                                    TensorJson("window.0", "F32", {2, 3, 5}, 0,
+                                               120) +
+                                    "}",
+                                FloatBytes(values))),
+            "tensor window.0, head 1, row 3 (window row 1), column 4: weight "
+            "0.25 (bits 0x3e800000) above the diagonal, where a causal row "
+            "has exactly +0.0: the file is not causal");
+  // -0.0 above the diagonal is not +0.0 either.
+  values = kWindow;
+  SetWindow(values, 3, 5, 0, 0, 3, -0.0f);  // head 0, query 2, column 3
+  const std::string minus = FloatBytes(values);
+  const std::string header =
+      "{" + TensorJson("window.0", "F32", {2, 3, 5}, 0, 120) + "}";
+  EXPECT_EQ(Refusal("minuszero.safetensors", Safetensors(header, minus)),
+            "tensor window.0, head 0, row 2 (window row 0), column 3: weight "
+            "-0 (bits 0x80000000) above the diagonal, where a causal row has "
+            "exactly +0.0: the file is not causal");
+  // Rows the scenario does not use, and heads not selected, are not read.
+  ImportOptions options;
+  options.window_rows = 1;  // queries 3 and 4 only
+  EXPECT_EQ(Refusal("unused.safetensors", Safetensors(header, minus), options),
+            "accepted");
+  options = {};
+  options.heads = std::vector<uint32_t>{1};
+  EXPECT_EQ(Refusal("unselected.safetensors", Safetensors(header, minus),
+                    options),
+            "accepted");
+}
+
+TEST(WindowRefusals, Weights) {
+  const std::string header =
+      "{" + TensorJson("window.0", "F32", {2, 3, 5}, 0, 120) + "}";
+  std::vector<float> values = kWindow;
+  SetWindow(values, 3, 5, 0, 0, 1, kNaN);
+  EXPECT_EQ(Refusal("nan.safetensors", Safetensors(header, FloatBytes(values))),
+            "tensor window.0, head 0, row 2 (window row 0), column 1: NaN");
+  // A prefill row carries its diagonal: -0.0 there is refused.
+  values = kWindow;
+  SetWindow(values, 3, 5, 1, 2, 4, -0.0f);
+  EXPECT_EQ(Refusal("diag.safetensors",
+                    Safetensors(header, FloatBytes(values))),
+            "tensor window.0, head 1, row 4 (window row 2), column 4: -0.0 "
+            "(weights must have the sign bit clear, "
+            "spec/harness.md#attention-weights)");
+  // A decode row does not: with --decode=1 the same file is accepted.
+  ImportOptions options;
+  options.decode = 1;
+  EXPECT_EQ(Refusal("diagdecode.safetensors",
+                    Safetensors(header, FloatBytes(values)), options),
+            "accepted");
+  values = kWindow;
+  SetWindow(values, 3, 5, 1, 2, 0, -kInf);
+  EXPECT_EQ(Refusal("inf.safetensors", Safetensors(header, FloatBytes(values)),
+                    options),
+            "tensor window.0, head 1, row 4 (window row 2), column 0: -inf "
+            "(weights must be finite)");
+  values = kWindow;
+  SetWindow(values, 3, 5, 0, 1, 2, -0.5f);
+  EXPECT_EQ(Refusal("neg.safetensors", Safetensors(header, FloatBytes(values))),
+            "tensor window.0, head 0, row 3 (window row 1), column 2: negative "
+            "weight -0.5 (weights must have the sign bit clear)");
+}
+
+TEST(WindowRefusals, ShapeDtypeMetadata) {
+  EXPECT_EQ(Refusal("f16.safetensors",
+                    Safetensors(Header({TensorJson("window.0", "F16",
+                                                   {2, 3, 5}, 0, 60)}),
+                                std::string(60, '\0'))),
+            "tensor window.0 has dtype F16; only F32 is supported");
+  EXPECT_EQ(Refusal("rank.safetensors",
+                    SafetensorsOf("window.0", {2, 15}, kWindow)),
+            "tensor window.0: shape [2, 15] is not [heads, R, L]");
+  EXPECT_EQ(Refusal("rank4.safetensors",
+                    SafetensorsOf("window.0", {1, 2, 3, 5}, kWindow)),
+            "tensor window.0: shape [1, 2, 3, 5] is not [heads, R, L]");
+  EXPECT_EQ(Refusal("tall.safetensors",
+                    SafetensorsOf("window.0", {1, 6, 5},
+                                  std::vector<float>(30))),
+            "tensor window.0: shape [1, 6, 5] has R = 6 rows, more than its "
+            "L = 5 positions (row r is the query at position L - R + r)");
+  EXPECT_EQ(Refusal("norows.safetensors",
+                    SafetensorsOf("window.0", {2, 0, 5}, {})),
+            "tensor window.0: shape [2, 0, 5] has R = 0: no rows");
+  EXPECT_EQ(Refusal("noheads.safetensors",
+                    SafetensorsOf("window.0", {0, 3, 5}, {})),
+            "tensor window.0: shape [0, 3, 5] has no heads");
+  EXPECT_EQ(Refusal("bytes.safetensors",
+                    Safetensors(Header({TensorJson("window.0", "F32",
+                                                   {2, 3, 5}, 0, 116)}),
+                                FloatBytes(kWindow).substr(0, 116))),
+            "tensor window.0: data_offsets [0, 116] hold 116 bytes but shape "
+            "[2, 3, 5] of F32 needs 120");
+  const std::string data = FloatBytes(kWindow);
+  const std::string tensor = TensorJson("window.0", "F32", {2, 3, 5}, 0, 120);
+  EXPECT_EQ(Refusal("tokens.safetensors",
+                    Safetensors("{" + tensor +
+                                    R"(,"__metadata__":{"tokens":"6"}})",
+                                data)),
+            "__metadata__ says tokens = \"6\" but tensor window.0 has shape "
+            "[2, 3, 5] (L = 5): the file contradicts itself");
+  EXPECT_EQ(Refusal("rows.safetensors",
+                    Safetensors("{" + tensor +
+                                    R"(,"__metadata__":{"window_rows":"64"}})",
+                                data)),
+            "__metadata__ says window_rows = \"64\" but tensor window.0 has "
+            "shape [2, 3, 5] (R = 3): the file contradicts itself");
+  EXPECT_EQ(
+      Refusal("heads.safetensors",
+              Safetensors("{" + tensor +
+                              R"(,"__metadata__":{"num_attention_heads":"4"}})",
+                          data)),
+      "__metadata__ says num_attention_heads = \"4\" but tensor window.0 has "
+      "shape [2, 3, 5] (heads = 2): the file contradicts itself");
+  // Not a number: not compared.
+  EXPECT_EQ(Refusal("words.safetensors",
+                    Safetensors("{" + tensor +
+                                    R"(,"__metadata__":{"tokens":"five"}})",
+                                data)),
+            "accepted");
+}
+
+// ---------------------------------------------------------------------------
+// Sizes and limits.
+
+// A uniform causal window [heads, rows, length].
+std::vector<float> UniformWindow(int heads, int rows, int length) {
+  std::vector<float> values;
+  values.reserve(static_cast<size_t>(heads) * rows * length);
+  for (int h = 0; h < heads; ++h) {
+    for (int r = 0; r < rows; ++r) {
+      const int q = length - rows + r;
+      for (int k = 0; k < length; ++k) {
+        values.push_back(k <= q ? 1.0f / (q + 1) : 0.0f);
+      }
+    }
+  }
+  return values;
+}
+
+// MeasureImport's scenario_bytes, the built scenario's ByteSizeLong() and
+// ScenarioWireBytes agree.
+void ExpectExactSize(const std::string& path, const ImportOptions& options) {
+  absl::StatusOr<ImportSize> size = MeasureImport(path, options);
+  ASSERT_TRUE(size.ok()) << size.status();
+  absl::StatusOr<v1::Scenario> scenario = ImportAttention(path, options);
+  ASSERT_TRUE(scenario.ok()) << scenario.status();
+  EXPECT_EQ(size->scenario_bytes, scenario->ByteSizeLong()) << path;
+  EXPECT_EQ(size->scenario_bytes, scenario->SerializeAsString().size());
+  EXPECT_EQ(size->steps, static_cast<uint64_t>(scenario->steps_size()));
+  uint64_t rows = 0, weights = 0;
+  for (const v1::Step& step : scenario->steps()) {
+    rows += step.queries_size() + step.heads_size() + step.has_attention();
+    for (const v1::AttentionRow& row : step.queries()) {
+      weights += row.weights_size();
+    }
+    for (const v1::AttentionRow& row : step.heads()) {
+      weights += row.weights_size();
+    }
+    weights += step.attention().weights_size();
+  }
+  EXPECT_EQ(size->rows, rows) << path;
+  EXPECT_EQ(size->weights, weights) << path;
+  const bool prefill =
+      scenario->steps_size() > 0 && scenario->steps(0).queries_size() > 0;
+  const uint64_t H = scenario->query_heads();
+  const uint64_t P = prefill ? scenario->steps(0).admit() : 0;
+  const uint64_t m = prefill ? scenario->steps(0).queries_size() / H : 0;
+  const uint64_t length = P + scenario->steps_size() - (prefill ? 1 : 0);
+  EXPECT_EQ(ScenarioWireBytes(scenario->id().size(), H,
+                              scenario->kv_heads(), P, m, P, length),
+            scenario->ByteSizeLong())
+      << path;
+}
+
+TEST(Sizes, TheFormulaIsByteSizeLong) {
+  // Matrices: rows cross the 1- and 2-byte length varints (4q >= 128 from
+  // q = 32), steps too.
+  ExpectExactSize(WriteInput("size1.npy", NpyOf({2, 3, 3}, kExample)), {});
+  ExpectExactSize(WriteInput("size2.npy", NpyOf({3, 100, 100},
+                                                Uniform(3, 100))),
+                  {});
+  ImportOptions options;
+  options.heads = std::vector<uint32_t>{2};
+  options.id = std::string(200, 'x');  // a 2-byte id length
+  ExpectExactSize(WriteInput("size3.npy", NpyOf({3, 100, 100},
+                                                Uniform(3, 100))),
+                  options);
+  // Step rows.
+  std::string data, header = "{";
+  for (int t = 0; t < 40; ++t) {
+    std::vector<float> row(2 * (t + 1), 1.0f / (t + 1));
+    const std::string bytes = FloatBytes(row);
+    if (t > 0) header += ",";
+    header += TensorJson(absl::StrCat("step.", t), "F32",
+                         {2, static_cast<uint64_t>(t + 1)}, data.size(),
+                         data.size() + bytes.size());
+    data += bytes;
+  }
+  ExpectExactSize(WriteInput("size4.safetensors",
+                             Safetensors(header + "}", data)),
+                  {});
+  // Windows, with and without decode steps, all rows or some, one head or
+  // several.
+  const std::string window = WriteInput(
+      "size5.safetensors",
+      SafetensorsOf("window.1", {2, 40, 300}, UniformWindow(2, 40, 300)));
+  for (std::optional<uint32_t> decode : {std::optional<uint32_t>(),
+                                         std::optional<uint32_t>(0),
+                                         std::optional<uint32_t>(5),
+                                         std::optional<uint32_t>(39)}) {
+    for (std::optional<uint32_t> rows :
+         {std::optional<uint32_t>(), std::optional<uint32_t>(1)}) {
+      options = {};
+      options.decode = decode;
+      options.window_rows = rows;
+      ExpectExactSize(window, options);
+      options.heads = std::vector<uint32_t>{1};
+      ExpectExactSize(window, options);
+    }
+  }
+  ExpectExactSize(WindowFile("size6.safetensors"), {});
+  // Long rows: lengths of 3 and 4 varint bytes (4 x 600000 > 2^21), a
+  // prefill step of more than 2^21 bytes.
+  const std::string long_window = WriteInput(
+      "size7.safetensors",
+      SafetensorsOf("window.0", {1, 2, 600000}, UniformWindow(1, 2, 600000)));
+  options = {};
+  ExpectExactSize(long_window, options);
+  options.decode = 1;
+  ExpectExactSize(long_window, options);
+}
+
+TEST(Sizes, TheFormulaAtScale) {
+  // Values worked by hand from the wire format (import_attention_lib.cc,
+  // "Sizes"). One head, one decode step of q = 200000 weights: row payload
+  // 800000 bytes (varint 3 bytes), row field 1 + 3 + 1 + 3 + 800000 =
+  // 800008 (the packed field inside the row: 1 + 3 + 800000 = 800004; the
+  // row in the step: 1 + 3 + 800004), step 2 + 800008 = 800010, in the
+  // scenario 1 + 3 + 800010 = 800014; query_heads and kv_heads 2 + 2.
+  EXPECT_EQ(ScenarioWireBytes(0, 1, 1, 0, 0, 200000, 200001), 800014u + 4u);
+  // An empty id is not written; a 3-byte id is 1 + 1 + 3.
+  EXPECT_EQ(ScenarioWireBytes(3, 1, 1, 0, 0, 200000, 200001),
+            800014u + 4u + 5u);
+  // Step 0 of a matrix: admit (2) + one empty row (2), in the scenario
+  // 1 + 1 + 4.
+  EXPECT_EQ(ScenarioWireBytes(0, 1, 1, 0, 0, 0, 1), 6u + 4u);
+  // 32 heads, R = 64, L = 131072: the measurement's window, 1.07 GB.
+  const uint64_t window = ScenarioWireBytes(20, 32, 8, 131072, 64, 131072,
+                                            131072);
+  EXPECT_GT(window, uint64_t{32} * 64 * (131072 - 64) * 4);
+  EXPECT_LT(window, kMaxScenarioBytes);
+  // R = 128 still fits, by 1 MB (a query row holds q + 1 weights, not L);
+  // R = 129 does not. The square at L = 32768, 32 heads: far over, and no
+  // overflow at L = 2^32 - 1 with 1024 heads.
+  EXPECT_EQ(ScenarioWireBytes(20, 32, 8, 131072, 128, 131072, 131072),
+            2146476068u);
+  EXPECT_GT(ScenarioWireBytes(20, 32, 8, 131072, 129, 131072, 131072),
+            kMaxScenarioBytes);
+  EXPECT_GT(ScenarioWireBytes(20, 32, 8, 0, 0, 0, 32768),
+            uint64_t{32} * 32768 * 32767 / 2 * 4);
+  EXPECT_EQ(ScenarioWireBytes(20, 1024, 8, 0, 0, 0, UINT32_MAX), UINT64_MAX);
+}
+
+// A file of `size` bytes whose first bytes are `head` and the rest a hole
+// (sparse: no disk, no memory until read).
+std::string WriteSparse(const std::string& name, const std::string& head,
+                        uint64_t size) {
+  const std::string path = WriteInput(name, head);
+  EXPECT_EQ(truncate(path.c_str(), static_cast<off_t>(size)), 0) << path;
+  return path;
+}
+
+long MaxRssKib() {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+TEST(Limits, OverTheMessageLimitIsRefusedBeforeAnythingIsRead) {
+  // A window [32, 128, 200000]: 3.3 GB of data (a hole), a 3.3 GB scenario.
+  const uint64_t data = uint64_t{32} * 128 * 200000 * 4;
+  const std::string head = Safetensors(
+      "{" + TensorJson("window.4", "F32", {32, 128, 200000}, 0, data) + "}",
+      "");
+  const std::string path =
+      WriteSparse("huge.safetensors", head, head.size() + data);
+  const long rss_before = MaxRssKib();
+  ImportOptions options;
+  options.kv_heads = 8;
+  absl::StatusOr<v1::Scenario> scenario = ImportAttention(path, options);
+  const std::string message(scenario.status().message());
+  EXPECT_EQ(scenario.status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_TRUE(StartsWith(
+      message, path + ": the scenario would be 3275792416 bytes (3.05 GiB) "
+                      "serialized (32 heads, a prefill step of 128 query rows "
+                      "per head over a prompt of 200000 positions, 0 decode "
+                      "steps), over the 2147483647 bytes (2.00 GiB) limit of "
+                      "one protobuf message"))
+      << message;
+  EXPECT_TRUE(Contains(message, "Ways out: fewer heads (--heads), fewer window "
+                                "rows (--window_rows, now 128), fewer decode "
+                                "steps (--decode, now 0), or a shorter prompt"))
+      << message;
+  absl::StatusOr<ImportSize> size = MeasureImport(path, options);
+  ASSERT_TRUE(size.ok()) << size.status();
+  // 32 heads x (4 x (199873 + ... + 200000) + 128 x 8) + the step's admit
+  // (4) and its tag and length (6) + the id (18) + the head counts (4).
+  EXPECT_EQ(size->scenario_bytes, 3275792416u);
+  // Nothing was read or built: well under the 3.3 GB a read would touch.
+  EXPECT_LT(MaxRssKib() - rss_before, 64 * 1024);
+
+  // 64 rows fit: 1.6 GB. Truncated after the header, the file is refused
+  // before its size matters.
+  const uint64_t fits = uint64_t{32} * 64 * 200000 * 4;
+  const std::string header =
+      "{" + TensorJson("window.4", "F32", {32, 64, 200000}, 0, fits) + "}";
+  EXPECT_EQ(Refusal("truncated.safetensors",
+                    Safetensors(header, std::string(1000, '\0'))),
+            "tensor window.4: data_offsets [0, 1638400000] run past the end of "
+            "the file (1000 bytes of data after the header)");
+  const std::string fits_head = Safetensors(header, "");
+  absl::StatusOr<ImportSize> fits_size = MeasureImport(
+      WriteSparse("fits.safetensors", fits_head, fits_head.size() + fits), {});
+  ASSERT_TRUE(fits_size.ok()) << fits_size.status();
+  EXPECT_LT(fits_size->scenario_bytes, kMaxScenarioBytes);
+
+  // The square at L = 32768, one head: a 4 GiB .npy (a hole), a scenario of
+  // 2^31 bytes and more.
+  std::string npy = Npy(NpyDict({1, 32768, 32768}), "");
+  const std::string square = WriteSparse(
+      "square.npy", npy, npy.size() + uint64_t{32768} * 32768 * 4);
+  scenario = ImportAttention(square, {});
+  const std::string square_message(scenario.status().message());
+  EXPECT_TRUE(Contains(square_message,
+                       "serialized (1 head, L = 32768: 536854528 weights per "
+                       "head), over the 2147483647 bytes (2.00 GiB) limit"))
+      << square_message;
+  EXPECT_TRUE(Contains(square_message,
+                       "the square's scenario grows as L^2 (L(L-1)/2 weights "
+                       "per head), a window's as R x L"))
+      << square_message;
+  EXPECT_LT(MaxRssKib() - rss_before, 64 * 1024);
+}
+
+TEST(Limits, MemoryOverWhatIsAvailableIsRefused) {
+  const std::string path = WindowFile("memory.safetensors");
+  ImportOptions options;
+  options.memory_available = 1000;
+  absl::StatusOr<v1::Scenario> scenario = ImportAttention(path, options);
+  EXPECT_EQ(scenario.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(scenario.status().message(),
+            path + ": the import needs about 1450 bytes (0.00 GiB) of memory "
+                   "(120 bytes (0.00 GiB) of the input read through its "
+                   "mapping + about 1330 bytes (0.00 GiB) for the scenario's "
+                   "24 weights in 6 rows) and 1000 bytes (0.00 GiB) is "
+                   "available (the memory limit given): import fewer heads "
+                   "(--heads), fewer window rows (--window_rows) or decode "
+                   "steps (--decode), or free memory");
+  // 1330 = 24 weights x 4 + 6 rows x 128 + 1 step x 192 + the id's 18
+  // bytes + 256.
+  options.memory_available = 1450;
+  EXPECT_TRUE(ImportAttention(path, options).ok());
+}
+
+// VmSize of this process, in bytes.
+uint64_t VmSize() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmSize:", 0) == 0) {
+      uint64_t kib = 0;
+      std::istringstream(line.substr(7)) >> kib;
+      return kib * 1024;
+    }
+  }
+  return 0;
+}
+
+// Runs in a child process (a death test): address space for the mapped file
+// and one 32 MB row, not two. The import must fail cleanly.
+void ImportWithTooLittleAddressSpace(const std::string& path,
+                                     uint64_t file_bytes) {
+  struct rlimit limit;
+  limit.rlim_cur = limit.rlim_max = VmSize() + file_bytes + (48 << 20);
+  if (setrlimit(RLIMIT_AS, &limit) != 0) std::_Exit(3);
+  ImportOptions options;
+  options.decode = 1;
+  options.memory_available = UINT64_MAX;
+  absl::StatusOr<v1::Scenario> scenario = ImportAttention(path, options);
+  const std::string message =
+      scenario.ok() ? "accepted" : std::string(scenario.status().message());
+  std::fprintf(stderr, "%s\n", message.c_str());
+  std::_Exit(scenario.status().code() == absl::StatusCode::kResourceExhausted
+                 ? 0
+                 : 1);
+}
+
+TEST(Limits, OutOfMemoryIsARefusalNotACrash) {
+  // One head, R = 2, L = 8M: a 64 MB file; the scenario's two rows are
+  // 32 MB each.
+  constexpr uint64_t kLength = 8 << 20;
+  std::string data(2 * kLength * 4, '\0');
+  const std::string one = LittleEndian(Bits(1.0f), 4);
+  data.replace((kLength - 2) * 4, 4, one);  // row 0: query L-2 on itself
+  data.replace((2 * kLength - 1) * 4, 4, one);
+  const std::string path = WriteInput(
+      "oom.safetensors",
+      Safetensors(Header({TensorJson("window.0", "F32", {1, 2, kLength}, 0,
+                                     data.size())}),
+                  data));
+  data.clear();
+  data.shrink_to_fit();
+  EXPECT_EXIT(ImportWithTooLittleAddressSpace(path, 2 * kLength * 4),
+              ::testing::ExitedWithCode(0),
+              "oom.safetensors: out of memory while importing "
+              "\\(std::bad_alloc\\)");
+}
+
+TEST(Window, WrittenAndReadBack) {
+  const std::string path = WindowFile("written.safetensors");
+  ImportOptions options;
+  options.decode = 1;
+  absl::StatusOr<v1::Scenario> scenario = ImportAttention(path, options);
+  ASSERT_TRUE(scenario.ok()) << scenario.status();
+  const std::string out = ::testing::TempDir() + "/written.pb";
+  ASSERT_TRUE(WriteScenarioFile(*scenario, out).ok());
+  std::ifstream in(out, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  EXPECT_EQ(bytes.str(), scenario->SerializeAsString());
+}
+
+TEST(Refusals, TruncatedSafetensors) {
+  // Every prefix of a valid file is refused cleanly (never a crash).
+  const std::string whole = Safetensors(
+      "{" + TensorJson("window.0", "F32", {2, 3, 5}, 0, 120) + "}",
+      FloatBytes(kWindow));
+  for (size_t n = 0; n < whole.size(); ++n) {
+    EXPECT_NE(Refusal("prefix.safetensors", whole.substr(0, n)), "accepted")
+        << n;
+  }
+  EXPECT_EQ(Refusal("whole.safetensors", whole), "accepted");
+}
 }  // namespace
 }  // namespace kvspec
