@@ -5,17 +5,27 @@
 //   bazel run //tools:simulate -- --policy=streamingllm --params=budget=6,sinks=2
 //   bazel run //tools:simulate -- --scenario=/path/scenario.pb --policy=window
 //   bazel run //tools:simulate -- --list             # policies and parameters
-//   bazel run //tools:simulate -- --policy=snapkv \
-//       --params=preset=kvpress-0.5.5,ratio_ppm=500000 --scenario=prompt.pb
+//   bazel run //tools:simulate -- --scenario=prompt.pb --policy=snapkv
+//       --params=preset=kvpress-0.5.5,ratio_ppm=500000   (one command)
+//   bazel run //tools:simulate -- --policy=h2o --json=/tmp/run.json  # JSON
 //
 // A scenario file is a binary kvspec.v1.Scenario (spec/kvspec.proto); floats
 // are read as exact IEEE values. Printed floats are shortest round-trip.
+//
+// --json=PATH writes one run (one --policy) as JSON: the configuration after
+// preset expansion, each step's victims and cut per kept set, kept sets
+// (--json_kept), warnings and the refusal. Field by field:
+// tools/simulate-json.md.
+
 #include <algorithm>
+#include <new>
+#include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
-#include <iostream>
-#include <sstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +33,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -32,10 +43,12 @@
 #include "cc/presets.h"
 #include "cc/proto_convert.h"
 #include "cc/registry.h"
+#include "cc/text.h"
 #include "cc/trace.h"
 #include "cc/version.h"
 #include "spec/kvspec.pb.h"
 #include "tools/sample_scenario.h"
+#include "tools/scenario_file.h"
 
 ABSL_FLAG(std::string, policy, "",
           "Registry name of the policy to run (see --list). Empty runs every "
@@ -49,8 +62,9 @@ ABSL_FLAG(uint64_t, seed, 0,
           "Seed of the Rng each policy receives (spec/rng.md); deterministic "
           "policies ignore it.");
 ABSL_FLAG(std::string, scenario, "",
-          "Path of a binary kvspec.v1.Scenario. Empty uses the built-in "
-          "sample scenario.");
+          "Path of a binary kvspec.v1.Scenario (at most 2^31 - 1 bytes, "
+          "protobuf's limit for one message). Empty uses the built-in sample "
+          "scenario.");
 ABSL_FLAG(std::string, write_sample, "",
           "Write the built-in sample scenario to this path as a binary "
           "kvspec.v1.Scenario, then exit.");
@@ -68,9 +82,29 @@ ABSL_FLAG(bool, list, false,
           "ranges, then exit.");
 ABSL_FLAG(bool, quiet, false,
           "Print only each policy's summary line, not every step.");
+ABSL_FLAG(std::string, json, "",
+          "Write the run as JSON to this path (tools/simulate-json.md); '-' "
+          "writes it to stdout and prints no text log (warnings and a "
+          "refusal still go to stderr). Needs --policy: one run per file. "
+          "Works with --scenario, the sample scenario and --trace_steps.");
+ABSL_FLAG(std::string, json_kept, "final",
+          "Which kept sets --json writes: 'final' (only the kept sets after "
+          "the last step carried out, as kept_at_end), 'evicting' (also "
+          "after every step at which some set evicted), 'every' (also after "
+          "every step; a long decode run makes this O(steps x budget)), or "
+          "'none'. Victims are always written, so every kept set can be "
+          "rebuilt from them.");
 
 namespace kvspec {
 namespace {
+
+// The human text log: stdout, or nowhere with --json=-.
+std::FILE* g_text = stdout;
+
+template <typename... Args>
+void Text(const absl::FormatSpec<Args...>& format, const Args&... args) {
+  if (g_text != nullptr) absl::FPrintF(g_text, format, args...);
+}
 
 std::string Positions(absl::Span<const Position> positions) {
   return "[" + absl::StrJoin(positions, " ") + "]";
@@ -133,21 +167,17 @@ absl::StatusOr<std::vector<Parameter>> ParseParams(
   return parameters;
 }
 
+// The built-in sample, or the binary kvspec.v1.Scenario at `path`
+// (tools/scenario_file.h), its refusals prefixed with the flag.
 absl::StatusOr<Scenario> LoadScenario(const std::string& path) {
   if (path.empty()) return SampleScenario();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrFormat("--scenario: cannot open '%s'", path));
+  absl::StatusOr<Scenario> scenario = ReadScenarioFile(path);
+  if (!scenario.ok()) {
+    return absl::Status(
+        scenario.status().code(),
+        absl::StrCat("--scenario: ", scenario.status().message()));
   }
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  v1::Scenario proto;
-  if (!proto.ParseFromString(bytes.str())) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "--scenario: '%s' is not a binary kvspec.v1.Scenario", path));
-  }
-  return FromProto(proto);
+  return scenario;
 }
 
 std::string ConfigText(const PolicyConfig& config) {
@@ -158,124 +188,988 @@ std::string ConfigText(const PolicyConfig& config) {
   return config.name + (parts.empty() ? "" : " " + absl::StrJoin(parts, ","));
 }
 
+// The steps a scenario has: its explicit steps, or its trace's.
+uint64_t StepCount(const Scenario& scenario) {
+  if (!scenario.steps.empty() || !scenario.trace.has_value()) {
+    return scenario.steps.size();
+  }
+  return scenario.trace->steps;
+}
+
+// The positions step `index` admits: explicit steps continue where the
+// previous one stopped; trace step t admits t (spec/trace.md).
+struct Admitted {
+  uint64_t first = 0;
+  uint32_t count = 1;
+};
+class AdmittedWalk {
+ public:
+  explicit AdmittedWalk(const Scenario& scenario) : scenario_(scenario) {}
+  Admitted Next(size_t index) {
+    Admitted admitted{next_, 1};
+    if (index < scenario_.steps.size()) {
+      admitted.count = scenario_.steps[index].admit;
+    }
+    next_ += admitted.count;
+    return admitted;
+  }
+  uint64_t next() const { return next_; }
+
+ private:
+  const Scenario& scenario_;
+  uint64_t next_ = 0;
+};
+
+bool IsPrefillStep(const Scenario& scenario, size_t index) {
+  return index < scenario.steps.size() &&
+         !scenario.steps[index].queries.empty();
+}
+
+// What carries the step's attention: "rows" (one full-cache row per head),
+// "query_rows" (a prefill step) or "null".
+const char* AttentionKind(const Scenario& scenario, size_t index) {
+  if (index >= scenario.steps.size()) return "rows";  // a generated trace
+  const ScenarioStep& step = scenario.steps[index];
+  if (!step.queries.empty()) return "query_rows";
+  if (step.attention.has_value() || !step.heads.empty()) return "rows";
+  return "null";
+}
+
+// A record's per-set records: its `sets`, or itself for one kept set.
+std::vector<const StepRecord*> SetRecords(const StepRecord& record) {
+  std::vector<const StepRecord*> sets;
+  if (record.sets.empty()) {
+    sets.push_back(&record);
+  } else {
+    for (const StepRecord& set : record.sets) sets.push_back(&set);
+  }
+  return sets;
+}
+
+// "10=0.25 11=0.25 | 12=0.5": the cut's victims, then its next candidates.
+std::string CutText(const std::vector<RankedCandidate>& cut, size_t victims) {
+  std::string text;
+  for (size_t i = 0; i < cut.size(); ++i) {
+    if (i > 0) absl::StrAppend(&text, i == victims ? " | " : " ");
+    absl::StrAppend(&text, cut[i].position, "=",
+                    ShortestDecimal(cut[i].score));
+  }
+  return text;
+}
+
+void PrintCuts(const StepRecord& record) {
+  const std::vector<const StepRecord*> sets = SetRecords(record);
+  for (size_t s = 0; s < sets.size(); ++s) {
+    if (sets[s]->cut.empty()) continue;
+    Text("          cut %s%s\n",
+         sets.size() == 1 ? "" : absl::StrFormat("set %d: ", s),
+         CutText(sets[s]->cut, sets[s]->victims.size()));
+  }
+}
+
+void PrintRefusal(const RunResult& result) {
+  const std::string line = absl::StrFormat(
+      "refused at step %d (%s): %s\n", result.refused_step,
+      CategoryName(CategoryOf(result.refusal)), result.refusal.message());
+  if (g_text != nullptr) {
+    Text("%s", line);
+  } else {
+    absl::FPrintF(stderr, "%s", line);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// JSON (tools/simulate-json.md).
+
+class JsonWriter {
+ public:
+  explicit JsonWriter(std::FILE* out) : out_(out) {}
+
+  void BeginObject() { Open('{'); }
+  void EndObject() { Close('}'); }
+  void BeginArray() { Open('['); }
+  void EndArray() { Close(']'); }
+  void Key(absl::string_view key) {
+    BeforeValue();
+    Quoted(key);
+    std::fputc(':', out_);
+    after_key_ = true;
+  }
+  void String(absl::string_view value) {
+    BeforeValue();
+    Quoted(value);
+  }
+  void Int(int64_t value) {
+    BeforeValue();
+    Raw(absl::StrCat(value));
+  }
+  void Uint(uint64_t value) {
+    BeforeValue();
+    Raw(absl::StrCat(value));
+  }
+  void Bool(bool value) {
+    BeforeValue();
+    Raw(value ? "true" : "false");
+  }
+  void Null() {
+    BeforeValue();
+    Raw("null");
+  }
+  // A finite binary64 as its shortest round-trip decimal, with ".0" added
+  // to an integer so that every reader sees a float; +infinity, -infinity
+  // and NaN as the strings "inf", "-inf" and "nan" (JSON has no such
+  // numbers).
+  void Double(double value) {
+    std::string text = ShortestDecimal(value);
+    if (!std::isfinite(value)) {
+      String(text);
+      return;
+    }
+    if (text.find_first_of(".eE") == std::string::npos) text += ".0";
+    BeforeValue();
+    Raw(text);
+  }
+  // A member: its key, then its value.
+  void StringField(absl::string_view key, absl::string_view value) {
+    Key(key);
+    String(value);
+  }
+  void IntField(absl::string_view key, int64_t value) {
+    Key(key);
+    Int(value);
+  }
+  void UintField(absl::string_view key, uint64_t value) {
+    Key(key);
+    Uint(value);
+  }
+  void BoolField(absl::string_view key, bool value) {
+    Key(key);
+    Bool(value);
+  }
+  void DoubleField(absl::string_view key, double value) {
+    Key(key);
+    Double(value);
+  }
+  void Positions(absl::Span<const Position> positions) {
+    BeginArray();
+    for (Position p : positions) Uint(p);
+    EndArray();
+  }
+  // A line break before the next value (after its comma), for people
+  // reading the file.
+  void Newline() { newline_ = true; }
+  // Ends the document with a line break.
+  void Finish() {
+    newline_ = false;
+    std::fputc('\n', out_);
+  }
+
+ private:
+  void Raw(absl::string_view text) {
+    std::fwrite(text.data(), 1, text.size(), out_);
+  }
+  void BeforeValue() {
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    if (!first_.empty()) {
+      if (!first_.back()) std::fputc(',', out_);
+      first_.back() = false;
+    }
+    BreakLine();
+  }
+  void BreakLine() {
+    if (newline_) std::fputc('\n', out_);
+    newline_ = false;
+  }
+  void Open(char c) {
+    BeforeValue();
+    std::fputc(c, out_);
+    first_.push_back(true);
+  }
+  void Close(char c) {
+    BreakLine();
+    first_.pop_back();
+    std::fputc(c, out_);
+  }
+  // A JSON string: '"' and '\' escaped, control characters as \u00XX, valid
+  // UTF-8 as is, and each byte of invalid UTF-8 as U+FFFD.
+  void Quoted(absl::string_view text) {
+    std::string out = "\"";
+    for (size_t i = 0; i < text.size();) {
+      const unsigned char c = static_cast<unsigned char>(text[i]);
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += static_cast<char>(c);
+        ++i;
+      } else if (c < 0x20) {
+        switch (c) {
+          case '\n': out += "\\n"; break;
+          case '\t': out += "\\t"; break;
+          case '\r': out += "\\r"; break;
+          default: absl::StrAppendFormat(&out, "\\u%04x", c);
+        }
+        ++i;
+      } else if (c < 0x80) {
+        out += static_cast<char>(c);
+        ++i;
+      } else {
+        const size_t length = Utf8Length(text.substr(i));
+        if (length == 0) {
+          out += "\\ufffd";
+          ++i;
+        } else {
+          out.append(text.data() + i, length);
+          i += length;
+        }
+      }
+    }
+    out += '"';
+    Raw(out);
+  }
+  // Length of the valid UTF-8 sequence `text` starts with (a lead byte at
+  // or above 0x80), or 0 if it is not one.
+  static size_t Utf8Length(absl::string_view text) {
+    const unsigned char c = static_cast<unsigned char>(text[0]);
+    size_t length = 0;
+    uint32_t min = 0;
+    uint32_t code = 0;
+    if (c >= 0xc2 && c <= 0xdf) {
+      length = 2, min = 0x80, code = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      length = 3, min = 0x800, code = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      length = 4, min = 0x10000, code = c & 0x07;
+    } else {
+      return 0;
+    }
+    if (text.size() < length) return 0;
+    for (size_t k = 1; k < length; ++k) {
+      const unsigned char next = static_cast<unsigned char>(text[k]);
+      if ((next & 0xc0) != 0x80) return 0;
+      code = (code << 6) | (next & 0x3f);
+    }
+    if (code < min || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) {
+      return 0;
+    }
+    return length;
+  }
+
+  std::FILE* out_;
+  std::vector<bool> first_;  // per open container: nothing written in it yet
+  bool after_key_ = false;
+  bool newline_ = false;
+};
+
+enum class KeptMode { kNone, kFinal, kEvicting, kEvery };
+
+std::optional<KeptMode> ParseKeptMode(absl::string_view text) {
+  if (text == "none") return KeptMode::kNone;
+  if (text == "final") return KeptMode::kFinal;
+  if (text == "evicting") return KeptMode::kEvicting;
+  if (text == "every") return KeptMode::kEvery;
+  return std::nullopt;
+}
+
+struct Warning {
+  std::string code;
+  std::vector<std::string> parameters;
+  std::string message;
+};
+
+// spec/prefill.md#when-a-policy-evicts: `ratio_ppm` and `prefill_only` act
+// at prefill steps only (steps with query rows). A run whose configuration
+// sets either over a scenario without one gets a warning. `config` is
+// accepted by the registry.
+std::vector<Warning> PrefillWarnings(const PolicyConfig& config,
+                                     const std::string& scenario_name,
+                                     bool has_prefill_step) {
+  if (has_prefill_step) return {};
+  const std::vector<ParameterInfo>* parameters = nullptr;
+  for (const PolicyInfo& info : RegisteredPolicies()) {
+    if (info.name == config.name) parameters = &info.parameters;
+  }
+  if (parameters == nullptr) return {};
+  const auto takes = [&](absl::string_view name) {
+    for (const ParameterInfo& p : *parameters) {
+      if (p.name == name) return true;
+    }
+    return false;
+  };
+  const int64_t ratio =
+      takes("ratio_ppm") ? EffectiveParameter(config, "ratio_ppm") : 0;
+  const int64_t prefill_only =
+      takes("prefill_only") ? EffectiveParameter(config, "prefill_only") : 0;
+  if (ratio == 0 && prefill_only == 0) return {};
+  Warning warning;
+  warning.code = "no_prefill_step";
+  std::vector<std::string> given;
+  if (prefill_only != 0) {
+    warning.parameters.push_back("prefill_only");
+    given.push_back("prefill_only=1");
+  }
+  if (ratio != 0) {
+    warning.parameters.push_back("ratio_ppm");
+    given.push_back(absl::StrFormat("ratio_ppm=%d", ratio));
+  }
+  const std::string scenario_has_none = absl::StrFormat(
+      "%s has no prefill step", scenario_name);
+  std::string what;
+  if (prefill_only != 0) {
+    what = absl::StrFormat(
+        "%s: with prefill_only=1 the policy evicts only at prefill steps%s, "
+        "the steps that carry query rows "
+        "(spec/prefill.md#when-a-policy-evicts), and %s, so this run never "
+        "evicts",
+        absl::StrJoin(given, " and "),
+        ratio != 0 ? ", and a ratio acts only at prefill steps too" : "",
+        scenario_has_none);
+  } else {
+    what = absl::StrFormat(
+        "%s: a ratio acts only at prefill steps, the steps that carry query "
+        "rows (spec/prefill.md#when-a-policy-evicts), and %s, so this run "
+        "evicts nothing by the ratio: every step evicts by budget=%d",
+        absl::StrJoin(given, " and "), scenario_has_none,
+        EffectiveParameter(config, "budget"));
+  }
+  warning.message = absl::StrCat(
+      what,
+      ". For a prefill, give the prompt as a step with query rows "
+      "(kvspec.v1.Step.queries, spec/prefill.md#query-rows), e.g. from a "
+      "model's attention over an observation window: import_attention "
+      "--input=<window capture> --output=prompt.pb ..., then "
+      "--scenario=prompt.pb.");
+  return {warning};
+}
+
+void PrintWarnings(const std::vector<Warning>& warnings) {
+  for (const Warning& warning : warnings) {
+    std::fprintf(stderr, "simulate: warning: %s\n", warning.message.c_str());
+  }
+}
+
+// The part of the JSON that comes before the steps: what was run, on what,
+// and the kept sets.
+struct JsonHeader {
+  PolicyConfig config;
+  std::string preset;  // empty: none
+  bool accepted = false;  // the registry accepted `config`
+  std::string scenario_source;  // "sample", "file" or "canonical_trace"
+  std::string scenario_path;
+  std::string scenario_id;
+  uint32_t query_heads = 1;
+  uint32_t kv_heads = 1;
+  uint64_t step_count = 0;
+  uint64_t prefill_steps = 0;
+  std::vector<std::vector<uint32_t>> covers;  // kept sets; empty if refused
+  SharedBudget shared;
+  std::vector<Warning> warnings;
+  KeptMode kept_mode = KeptMode::kFinal;
+};
+
+const char* KeptModeName(KeptMode mode) {
+  switch (mode) {
+    case KeptMode::kNone: return "none";
+    case KeptMode::kFinal: return "final";
+    case KeptMode::kEvicting: return "evicting";
+    case KeptMode::kEvery: return "every";
+  }
+  return "final";
+}
+
+// Fills the kept sets and the shared budget of `header` from its
+// configuration and head counts; none when either is refused.
+void DescribeSets(JsonHeader& header) {
+  header.covers.clear();
+  if (!header.accepted) return;
+  const HeadCounts heads{header.query_heads, header.kv_heads};
+  if (!CheckHeadCounts(heads).ok()) return;  // refused: INVALID_HEADS
+  const bool reads = ReadsAttention(header.config.name);
+  const Granularity granularity =
+      reads ? static_cast<Granularity>(
+                  EffectiveParameter(header.config, "granularity"))
+            : Granularity::kLayer;
+  header.covers = SetsOf(granularity, heads, reads);
+  header.shared = SharedBudgetOf(header.config, header.covers.size());
+}
+
+void WriteHeader(JsonWriter& json, const JsonHeader& header) {
+  json.BeginObject();
+  json.StringField("format", "kvspec-simulate");
+  json.IntField("format_version", 1);
+  json.StringField("spec_version", kSpecVersion);
+  json.Newline();
+  json.StringField("policy", header.config.name);
+  json.Key("preset");
+  if (header.preset.empty()) {
+    json.Null();
+  } else {
+    json.String(header.preset);
+  }
+  json.Key("parameters");
+  json.BeginArray();
+  for (const Parameter& p : header.config.parameters) {
+    json.BeginObject();
+    json.StringField("name", p.name);
+    json.IntField("value", p.value);
+    json.EndObject();
+  }
+  json.EndArray();
+  json.Key("effective_parameters");
+  if (!header.accepted) {
+    json.Null();
+  } else {
+    json.BeginObject();
+    for (const PolicyInfo& info : RegisteredPolicies()) {
+      if (info.name != header.config.name) continue;
+      for (const ParameterInfo& p : info.parameters) {
+        json.Key(p.name);
+        json.Int(EffectiveParameter(header.config, p.name));
+      }
+    }
+    json.EndObject();
+  }
+  json.UintField("seed", header.config.seed);
+  json.BoolField("score_based", ReadsAttention(header.config.name));
+  json.Newline();
+  json.Key("scenario");
+  json.BeginObject();
+  json.StringField("source", header.scenario_source);
+  json.Key("path");
+  if (header.scenario_path.empty()) {
+    json.Null();
+  } else {
+    json.String(header.scenario_path);
+  }
+  json.StringField("id", header.scenario_id);
+  json.EndObject();
+  json.UintField("query_heads", header.query_heads);
+  json.UintField("kv_heads", header.kv_heads);
+  json.UintField("step_count", header.step_count);
+  json.UintField("prefill_steps", header.prefill_steps);
+  json.Newline();
+  json.Key("kept_sets");
+  json.BeginArray();
+  const uint32_t group =
+      header.kv_heads == 0 ? 1 : header.query_heads / header.kv_heads;
+  for (size_t s = 0; s < header.covers.size(); ++s) {
+    json.BeginObject();
+    json.UintField("set", s);
+    json.Key("query_heads");
+    json.BeginArray();
+    for (uint32_t h : header.covers[s]) json.Uint(h);
+    json.EndArray();
+    json.Key("kv_heads");
+    json.BeginArray();
+    int64_t last = -1;
+    for (uint32_t h : header.covers[s]) {
+      const int64_t kv = group == 0 ? 0 : h / group;
+      if (kv != last) json.Uint(kv);
+      last = kv;
+    }
+    json.EndArray();
+    json.EndObject();
+  }
+  json.EndArray();
+  json.Key("shared_budget");
+  if (!header.shared.on) {
+    json.Null();
+  } else {
+    json.BeginObject();
+    json.UintField("layer_budget", header.shared.layer_budget);
+    json.UintField("floor", header.shared.floor);
+    json.EndObject();
+  }
+  json.StringField("json_kept", KeptModeName(header.kept_mode));
+  json.Newline();
+  json.Key("warnings");
+  json.BeginArray();
+  for (const Warning& warning : header.warnings) {
+    json.BeginObject();
+    json.StringField("code", warning.code);
+    json.Key("parameters");
+    json.BeginArray();
+    for (const std::string& p : warning.parameters) json.String(p);
+    json.EndArray();
+    json.StringField("message", warning.message);
+    json.EndObject();
+  }
+  json.EndArray();
+  json.Newline();
+  json.Key("steps");
+  json.BeginArray();
+}
+
+// One set's record at one step; `kept` is written when given.
+void WriteSet(JsonWriter& json, size_t set, const StepRecord& record,
+              const std::vector<Position>* kept) {
+  json.BeginObject();
+  json.UintField("set", set);
+  json.Key("victims");
+  json.Positions(record.victims);
+  json.UintField("kept_count", record.kept_count);
+  json.UintField("query_cache_position", record.query_cache_position);
+  if (!record.cut.empty()) {
+    json.Key("cut");
+    json.BeginArray();
+    for (size_t i = 0; i < record.cut.size(); ++i) {
+      json.BeginObject();
+      json.UintField("position", record.cut[i].position);
+      json.DoubleField("score", record.cut[i].score);
+      json.BoolField("evicted", i < record.victims.size());
+      json.EndObject();
+    }
+    json.EndArray();
+  }
+  if (!record.spans.empty() || !record.held.empty()) {
+    // spec/spans.md#the-log, with `spans` 1.
+    json.Key("spans");
+    json.BeginArray();
+    for (const std::vector<Position>& span : record.spans) json.Positions(span);
+    json.EndArray();
+    json.Key("held");
+    json.BeginArray();
+    for (const HeldRun& run : record.held) {
+      json.BeginObject();
+      json.UintField("first", run.first);
+      json.UintField("last", run.last);
+      json.UintField("id", run.id);
+      json.EndObject();
+    }
+    json.EndArray();
+  }
+  if (kept != nullptr) {
+    json.Key("kept");
+    json.Positions(*kept);
+  }
+  json.EndObject();
+}
+
+void WriteStep(JsonWriter& json, size_t index, const Admitted& admitted,
+               bool prefill, const char* attention, const StepRecord& record,
+               const std::vector<std::vector<Position>>* kept) {
+  json.Newline();
+  json.BeginObject();
+  json.UintField("index", index);
+  json.Key("admitted");
+  json.BeginObject();
+  json.UintField("first", admitted.first);
+  json.UintField("count", admitted.count);
+  json.EndObject();
+  json.BoolField("prefill", prefill);
+  json.StringField("attention", attention);
+  json.Key("sets");
+  json.BeginArray();
+  const std::vector<const StepRecord*> sets = SetRecords(record);
+  for (size_t s = 0; s < sets.size(); ++s) {
+    WriteSet(json, s, *sets[s],
+             kept != nullptr && s < kept->size() ? &(*kept)[s] : nullptr);
+  }
+  json.EndArray();
+  json.EndObject();
+}
+
+// Closes the steps and the object: the kept sets after the last step carried
+// out, then the refusal.
+void WriteFooter(JsonWriter& json, KeptMode mode,
+                 const std::vector<std::vector<Position>>& kept_at_end,
+                 const RunResult& result) {
+  json.Newline();
+  json.EndArray();  // steps
+  json.Newline();
+  if (mode != KeptMode::kNone) {
+    json.Key("kept_at_end");
+    json.BeginArray();
+    for (size_t s = 0; s < kept_at_end.size(); ++s) {
+      json.BeginObject();
+      json.UintField("set", s);
+      json.Key("kept");
+      json.Positions(kept_at_end[s]);
+      json.EndObject();
+    }
+    json.EndArray();
+    json.Newline();
+  }
+  json.Key("refusal");
+  if (result.refusal.ok()) {
+    json.Null();
+  } else {
+    json.BeginObject();
+    json.IntField("step", result.refused_step);
+    json.StringField("category", CategoryName(CategoryOf(result.refusal)));
+    json.StringField("message", result.refusal.message());
+    json.EndObject();
+  }
+  json.EndObject();
+  json.Finish();
+}
+
+// Each kept set's positions, rebuilt from the log: after a step, the
+// positions kept before it, plus the ones it admitted, minus its victims
+// (spec/harness.md#the-decode-step). Checked against each record's
+// kept_count. O(admitted) per step, and O(kept) at a step with victims.
+class KeptTracker {
+ public:
+  explicit KeptTracker(size_t sets) : kept_(sets) {}
+
+  absl::Status Apply(const Admitted& admitted, const StepRecord& record,
+                     size_t step) {
+    const std::vector<const StepRecord*> sets = SetRecords(record);
+    if (sets.size() != kept_.size()) {
+      return absl::InternalError(absl::StrFormat(
+          "step %d logs %d kept sets, expected %d", step, sets.size(),
+          kept_.size()));
+    }
+    for (size_t s = 0; s < sets.size(); ++s) {
+      std::vector<Position>& kept = kept_[s];
+      for (uint64_t p = admitted.first; p < admitted.first + admitted.count;
+           ++p) {
+        kept.push_back(static_cast<Position>(p));
+      }
+      const std::vector<Position>& victims = sets[s]->victims;
+      if (!victims.empty()) {
+        size_t v = 0;
+        auto keep = kept.begin();
+        for (Position p : kept) {
+          if (v < victims.size() && victims[v] == p) {
+            ++v;
+          } else {
+            *keep++ = p;
+          }
+        }
+        kept.erase(keep, kept.end());
+        if (v != victims.size()) {
+          return absl::InternalError(absl::StrFormat(
+              "step %d, set %d: a victim was not kept", step, s));
+        }
+      }
+      if (kept.size() != sets[s]->kept_count) {
+        return absl::InternalError(absl::StrFormat(
+            "step %d, set %d: rebuilt %d kept positions, the log says %d",
+            step, s, kept.size(), sets[s]->kept_count));
+      }
+    }
+    return absl::OkStatus();
+  }
+  const std::vector<std::vector<Position>>& kept() const { return kept_; }
+
+ private:
+  std::vector<std::vector<Position>> kept_;
+};
+
+bool AnyVictims(const StepRecord& record) {
+  for (const StepRecord* set : SetRecords(record)) {
+    if (!set->victims.empty()) return true;
+  }
+  return false;
+}
+
+// Writes a scenario run's JSON. `policy_kept`: the policy's own kept set at
+// the end when the run had one kept set, to check the rebuilt one against.
+absl::Status WriteScenarioJson(JsonWriter& json, const JsonHeader& header,
+                               const Scenario& scenario,
+                               const RunResult& result,
+                               const std::vector<Position>* policy_kept) {
+  WriteHeader(json, header);
+  KeptTracker tracker(header.covers.size());
+  AdmittedWalk walk(scenario);
+  for (size_t i = 0; i < result.steps.size(); ++i) {
+    const Admitted admitted = walk.Next(i);
+    const StepRecord& record = result.steps[i];
+    KVSPEC_RETURN_IF_ERROR(tracker.Apply(admitted, record, i));
+    const bool write_kept =
+        header.kept_mode == KeptMode::kEvery ||
+        (header.kept_mode == KeptMode::kEvicting && AnyVictims(record));
+    WriteStep(json, i, admitted, IsPrefillStep(scenario, i),
+              AttentionKind(scenario, i), record,
+              write_kept ? &tracker.kept() : nullptr);
+  }
+  if (policy_kept != nullptr && tracker.kept().size() == 1 &&
+      tracker.kept()[0] != *policy_kept) {
+    return absl::InternalError(
+        "the kept set rebuilt from the log is not the policy's");
+  }
+  WriteFooter(json, header.kept_mode, tracker.kept(), result);
+  return absl::OkStatus();
+}
+
+// Where --json goes, once opened.
+struct JsonOut {
+  std::string path;
+  std::FILE* file = nullptr;
+};
+
+// Flushes and closes the JSON output; false (with a message) if any write
+// failed.
+bool CloseJson(JsonOut& out) {
+  if (out.file == nullptr) return true;
+  const bool failed = std::ferror(out.file) != 0;
+  const bool closed = out.file == stdout ? std::fflush(out.file) == 0
+                                          : std::fclose(out.file) == 0;
+  out.file = nullptr;
+  if (failed || !closed) {
+    std::fprintf(stderr, "--json: cannot write '%s'\n", out.path.c_str());
+    return false;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Runs.
+
 // A scenario with several heads (spec/heads.md): each step's victims, kept
 // set by kept set.
-bool RunSetsAndPrint(const PolicyConfig& config, const Scenario& scenario,
-                     bool quiet) {
-  const RunResult result = RunScenario(config, scenario);
+RunResult RunSetsAndPrint(const PolicyConfig& config, const Scenario& scenario,
+                          bool quiet, bool record_cut) {
+  RunOptions options;
+  options.record_cut = record_cut;
+  RunResult result = RunScenario(config, scenario, options);
   for (size_t i = 0; i < result.steps.size() && !quiet; ++i) {
     const StepRecord& record = result.steps[i];
     std::vector<std::string> sets;
-    if (record.sets.empty()) {
-      sets.push_back(Positions(record.victims));
-    } else {
-      for (const StepRecord& set : record.sets) {
-        sets.push_back(Positions(set.victims));
-      }
+    for (const StepRecord* set : SetRecords(record)) {
+      sets.push_back(Positions(set->victims));
     }
-    std::printf("step %3zu  evict %s\n", i, absl::StrJoin(sets, " | ").c_str());
+    Text("step %3d  evict %s\n", i, absl::StrJoin(sets, " | "));
+    PrintCuts(record);
   }
   const size_t sets = result.steps.empty() || result.steps[0].sets.empty()
                           ? 1
                           : result.steps[0].sets.size();
-  std::printf("%zu steps, %zu kept set(s) (victims per set, set 0 first)\n",
-              result.steps.size(), sets);
-  if (!result.refusal.ok()) {
-    std::printf("refused at step %lld (%s): %s\n",
-                static_cast<long long>(result.refused_step),
-                std::string(CategoryName(CategoryOf(result.refusal))).c_str(),
-                std::string(result.refusal.message()).c_str());
-  }
-  std::printf("\n");
-  return result.refusal.ok();
+  Text("%d steps, %d kept set(s) (victims per set, set 0 first)\n",
+       result.steps.size(), sets);
+  if (!result.refusal.ok()) PrintRefusal(result);
+  Text("\n");
+  return result;
 }
 
-// Runs one configuration and prints its log. Returns false when the
-// configuration or a step was refused.
-bool RunAndPrint(const PolicyConfig& config, const Scenario& scenario,
-                 bool quiet) {
-  std::printf("== %s ==\n", ConfigText(config).c_str());
+// Runs one configuration and prints its log; writes its JSON when `json` is
+// set. Returns false when the configuration or a step was refused, or the
+// JSON could not be written.
+bool RunAndPrint(const PolicyConfig& config, const std::string& preset,
+                 const Scenario& scenario, const JsonHeader* json_base,
+                 JsonOut* json, bool quiet) {
+  Text("== %s ==\n", ConfigText(config));
+  absl::StatusOr<std::unique_ptr<Policy>> policy = MakePolicy(config);
+  bool has_prefill = false;
+  for (const ScenarioStep& step : scenario.steps) {
+    has_prefill = has_prefill || !step.queries.empty();
+  }
+  std::vector<Warning> warnings;
+  if (policy.ok()) {
+    warnings = PrefillWarnings(
+        config, absl::StrFormat("scenario '%s'", scenario.id), has_prefill);
+    PrintWarnings(warnings);
+  }
+  JsonHeader header;
+  if (json != nullptr) {
+    header = *json_base;
+    header.config = config;
+    header.preset = preset;
+    header.accepted = policy.ok();
+    header.warnings = warnings;
+    DescribeSets(header);
+  }
+  // The cut costs a full ranking at each eviction: only when it is shown.
+  const bool record_cut = (!quiet && g_text != nullptr) || json != nullptr;
+  const auto write_json = [&](const RunResult& result,
+                              const std::vector<Position>* policy_kept) {
+    if (json == nullptr) return true;
+    JsonWriter writer(json->file);
+    const absl::Status status =
+        WriteScenarioJson(writer, header, scenario, result, policy_kept);
+    if (!status.ok()) {
+      std::fprintf(stderr, "simulate: internal error writing --json: %s\n",
+                   std::string(status.message()).c_str());
+      return false;
+    }
+    return true;
+  };
+
   if (scenario.query_heads.value_or(1) != 1 ||
       scenario.kv_heads.value_or(1) != 1) {
-    return RunSetsAndPrint(config, scenario, quiet);
+    const RunResult result =
+        RunSetsAndPrint(config, scenario, quiet, record_cut);
+    const bool written = write_json(result, nullptr);
+    return result.refusal.ok() && written;
   }
-  absl::StatusOr<std::unique_ptr<Policy>> policy = MakePolicy(config);
   if (!policy.ok()) {
-    std::printf("refused (%s): %s\n\n",
-                std::string(CategoryName(CategoryOf(policy.status()))).c_str(),
-                std::string(policy.status().message()).c_str());
+    const std::string line = absl::StrFormat(
+        "refused (%s): %s\n\n", CategoryName(CategoryOf(policy.status())),
+        policy.status().message());
+    if (g_text != nullptr) {
+      Text("%s", line);
+    } else {
+      absl::FPrintF(stderr, "%s", line);
+    }
+    RunResult result;
+    result.refusal = policy.status();
+    write_json(result, nullptr);
     return false;
   }
-  const RunResult result = RunScenario(**policy, scenario);
-  uint64_t next = 0;
+  RunOptions options;
+  options.record_cut = record_cut;
+  const RunResult result = RunScenario(**policy, scenario, options);
+  AdmittedWalk walk(scenario);
   size_t evicted = 0;
   for (size_t i = 0; i < result.steps.size(); ++i) {
-    const ScenarioStep& step = scenario.steps[i];
+    const Admitted admitted = walk.Next(i);
     const StepRecord& record = result.steps[i];
     evicted += record.victims.size();
     if (!quiet) {
-      const std::string admitted =
-          step.admit == 1 ? absl::StrFormat("%d", next)
-                          : absl::StrFormat("%d..%d", next,
-                                            next + step.admit - 1);
-      std::printf("step %3zu  admit %-9s  %-12s  query@%-4u  evict %-14s  "
-                  "kept %u\n",
-                  i, admitted.c_str(),
-                  step.attention.has_value() ? "attention" : "null",
-                  record.query_cache_position,
-                  Positions(record.victims).c_str(), record.kept_count);
+      const std::string admitted_text =
+          admitted.count == 1
+              ? absl::StrFormat("%d", admitted.first)
+              : absl::StrFormat("%d..%d", admitted.first,
+                                admitted.first + admitted.count - 1);
+      const char* kind = AttentionKind(scenario, i);
+      Text("step %3d  admit %-9s  %-12s  query@%-4d  evict %-14s  kept %d\n",
+           i, admitted_text,
+           std::string(kind) == "rows" ? "attention" : kind,
+           record.query_cache_position, Positions(record.victims),
+           record.kept_count);
+      PrintCuts(record);
     }
-    next += step.admit;
   }
-  std::printf("kept at the end: %s\n", Positions((*policy)->kept()).c_str());
-  std::printf("%zu steps, %llu positions admitted, %zu evicted, %zu bytes of "
-              "policy state\n",
-              result.steps.size(), static_cast<unsigned long long>(next),
-              evicted, (*policy)->MemoryBytes());
-  if (!result.refusal.ok()) {
-    std::printf("refused at step %lld (%s): %s\n",
-                static_cast<long long>(result.refused_step),
-                std::string(CategoryName(CategoryOf(result.refusal))).c_str(),
-                std::string(result.refusal.message()).c_str());
-  }
-  std::printf("\n");
-  return result.refusal.ok();
+  Text("kept at the end: %s\n", Positions((*policy)->kept()));
+  Text("%d steps, %d positions admitted, %d evicted, %d bytes of policy "
+       "state\n",
+       result.steps.size(), walk.next(), evicted, (*policy)->MemoryBytes());
+  if (!result.refusal.ok()) PrintRefusal(result);
+  Text("\n");
+  const std::vector<Position> kept((*policy)->kept().begin(),
+                                   (*policy)->kept().end());
+  const bool written = write_json(result, &kept);
+  return result.refusal.ok() && written;
 }
 
 // Streams the canonical trace through one configuration and prints a
-// summary line.
-bool RunTraceAndPrint(const PolicyConfig& config, uint32_t steps) {
+// summary line; with `json`, streams the run's JSON as it goes.
+bool RunTraceAndPrint(const PolicyConfig& config, const std::string& preset,
+                      uint32_t steps, const JsonHeader* json_base,
+                      JsonOut* json) {
   absl::StatusOr<std::unique_ptr<Policy>> policy = MakePolicy(config);
+  std::optional<JsonWriter> writer;
+  JsonHeader header;
+  if (json != nullptr) {
+    header = *json_base;
+    header.config = config;
+    header.preset = preset;
+    header.accepted = policy.ok();
+    DescribeSets(header);
+  }
+  if (policy.ok()) {
+    header.warnings = PrefillWarnings(config, "the canonical trace",
+                                      /*has_prefill_step=*/false);
+    PrintWarnings(header.warnings);
+  }
+  if (json != nullptr) {
+    writer.emplace(json->file);
+    WriteHeader(*writer, header);
+  }
   if (!policy.ok()) {
-    std::printf("%-40s refused (%s): %s\n", ConfigText(config).c_str(),
-                std::string(CategoryName(CategoryOf(policy.status()))).c_str(),
-                std::string(policy.status().message()).c_str());
+    const std::string line = absl::StrFormat(
+        "%-40s refused (%s): %s\n", ConfigText(config),
+        CategoryName(CategoryOf(policy.status())), policy.status().message());
+    if (g_text != nullptr) {
+      Text("%s", line);
+    } else {
+      absl::FPrintF(stderr, "%s", line);
+    }
+    if (writer.has_value()) {
+      RunResult result;
+      result.refusal = policy.status();
+      WriteFooter(*writer, header.kept_mode, {}, result);
+    }
     return false;
   }
   TraceConfig trace;
   trace.steps = steps;
   uint64_t evicted = 0;
   size_t peak_bytes = 0;
+  size_t kept_before = 0;
+  uint32_t done = 0;
   const absl::Status status = RunTrace(
       **policy, trace,
-      [&](uint32_t, absl::Span<const Position> victims, const EvictionDetail&) {
+      [&](uint32_t step, absl::Span<const Position> victims,
+          const EvictionDetail& detail) {
         evicted += victims.size();
         peak_bytes = std::max(peak_bytes, (*policy)->MemoryBytes());
-      });
+        done = step + 1;
+        if (writer.has_value()) {
+          StepRecord record;
+          record.victims.assign(victims.begin(), victims.end());
+          if (!victims.empty() && !detail.ranked.empty()) {
+            record.cut = CutOf(detail);
+          }
+          record.kept_count = static_cast<uint32_t>((*policy)->kept().size());
+          record.query_cache_position = static_cast<uint32_t>(kept_before);
+          record.spans = (*policy)->step_spans();
+          record.held = (*policy)->step_held();
+          const bool write_kept =
+              header.kept_mode == KeptMode::kEvery ||
+              (header.kept_mode == KeptMode::kEvicting && !victims.empty());
+          std::vector<std::vector<Position>> kept;
+          if (write_kept) {
+            kept.emplace_back((*policy)->kept().begin(),
+                              (*policy)->kept().end());
+          }
+          WriteStep(*writer, step, {step, 1}, /*prefill=*/false, "rows",
+                    record, write_kept ? &kept : nullptr);
+        }
+        kept_before = (*policy)->kept().size();
+      },
+      /*want_detail=*/writer.has_value());
+  if (writer.has_value()) {
+    RunResult result;
+    if (!status.ok()) {
+      result.refusal = status;
+      result.refused_step =
+          CategoryOf(status) == ErrorCategory::kInvalidTrace ? -1 : done;
+    }
+    std::vector<std::vector<Position>> kept_at_end;
+    kept_at_end.emplace_back((*policy)->kept().begin(),
+                             (*policy)->kept().end());
+    WriteFooter(*writer, header.kept_mode, kept_at_end, result);
+  }
   if (!status.ok()) {
-    std::printf("%-40s refused: %s\n", ConfigText(config).c_str(),
-                std::string(status.message()).c_str());
+    const std::string line =
+        absl::StrFormat("%-40s refused: %s\n", ConfigText(config),
+                        status.message());
+    if (g_text != nullptr) {
+      Text("%s", line);
+    } else {
+      absl::FPrintF(stderr, "%s", line);
+    }
     return false;
   }
-  std::printf("%-40s %u steps, %llu evicted, %zu kept, at most %zu bytes of "
-              "policy state after a step\n",
-              ConfigText(config).c_str(), steps,
-              static_cast<unsigned long long>(evicted), (*policy)->kept().size(),
-              peak_bytes);
+  Text("%-40s %d steps, %d evicted, %d kept, at most %d bytes of policy "
+       "state after a step\n",
+       ConfigText(config), steps, evicted, (*policy)->kept().size(),
+       peak_bytes);
   return true;
 }
 
 int Main() {
+  const std::string json_path = absl::GetFlag(FLAGS_json);
+  const std::optional<KeptMode> kept_mode =
+      ParseKeptMode(absl::GetFlag(FLAGS_json_kept));
+  if (!kept_mode.has_value()) {
+    std::fprintf(stderr,
+                 "--json_kept: '%s' is not final, evicting, every or none\n",
+                 absl::GetFlag(FLAGS_json_kept).c_str());
+    return 2;
+  }
+  if (!json_path.empty() &&
+      (absl::GetFlag(FLAGS_list) ||
+       !absl::GetFlag(FLAGS_write_sample).empty() ||
+       !absl::GetFlag(FLAGS_write_trace).empty())) {
+    std::fprintf(stderr,
+                 "--json writes a run; --list, --write_sample and "
+                 "--write_trace run nothing\n");
+    return 2;
+  }
   if (absl::GetFlag(FLAGS_list)) {
     ListPolicies();
     return 0;
@@ -309,9 +1203,20 @@ int Main() {
     }
     return 0;
   }
-  absl::StatusOr<Scenario> scenario = LoadScenario(absl::GetFlag(FLAGS_scenario));
+  // The scenario is read before --json is opened, so that a bad scenario
+  // leaves no JSON file behind.
+  const std::string scenario_path = absl::GetFlag(FLAGS_scenario);
+  absl::StatusOr<Scenario> scenario = LoadScenario(scenario_path);
   if (!scenario.ok()) {
     std::fprintf(stderr, "%s\n", std::string(scenario.status().message()).c_str());
+    return 2;
+  }
+  const std::string name = absl::GetFlag(FLAGS_policy);
+  if (!json_path.empty() && name.empty()) {
+    std::fprintf(stderr,
+                 "--json needs --policy: it writes one run, and the run of "
+                 "every policy has no JSON form (run simulate once per "
+                 "policy)\n");
     return 2;
   }
   std::string preset_name;
@@ -323,7 +1228,6 @@ int Main() {
   }
 
   std::vector<PolicyConfig> configs;
-  const std::string name = absl::GetFlag(FLAGS_policy);
   if (name.empty()) {
     if (!params->empty()) {
       std::fprintf(stderr, "--params needs --policy\n");
@@ -343,9 +1247,46 @@ int Main() {
       configs.back() = *std::move(expanded);
     }
   }
+
+  JsonOut json;
+  JsonHeader json_base;
+  if (!json_path.empty()) {
+    json.path = json_path;
+    if (json_path == "-") {
+      json.file = stdout;
+      g_text = nullptr;
+    } else {
+      json.file = std::fopen(json_path.c_str(), "w");
+      if (json.file == nullptr) {
+        std::fprintf(stderr, "--json: cannot open '%s': %s\n",
+                     json_path.c_str(), std::strerror(errno));
+        return 2;
+      }
+    }
+    static char buffer[1 << 20];
+    std::setvbuf(json.file, buffer, _IOFBF, sizeof(buffer));
+    json_base.kept_mode = *kept_mode;
+    if (trace_steps > 0) {
+      json_base.scenario_source = "canonical_trace";
+      json_base.scenario_id = absl::StrFormat("canonical-%d", trace_steps);
+      json_base.step_count = trace_steps;
+    } else {
+      json_base.scenario_source = scenario_path.empty() ? "sample" : "file";
+      json_base.scenario_path = scenario_path;
+      json_base.scenario_id = scenario->id;
+      json_base.query_heads = scenario->query_heads.value_or(1);
+      json_base.kv_heads = scenario->kv_heads.value_or(1);
+      json_base.step_count = StepCount(*scenario);
+      for (const ScenarioStep& step : scenario->steps) {
+        json_base.prefill_steps += step.queries.empty() ? 0 : 1;
+      }
+    }
+  }
+  JsonOut* const json_out = json.file != nullptr ? &json : nullptr;
+
   if (trace_steps > 0) {
-    std::printf("kvspec reference, spec %s; canonical trace, %u steps\n",
-                kSpecVersion, trace_steps);
+    Text("kvspec reference, spec %s; canonical trace, %d steps\n",
+         kSpecVersion, trace_steps);
     bool all_ok = true;
     for (PolicyConfig& config : configs) {
       config.seed = absl::GetFlag(FLAGS_seed);
@@ -353,23 +1294,31 @@ int Main() {
         // The sample budgets are too small for a trace: use the defaults.
         // full keeps every position, so a long trace would cost O(steps^2).
         if (config.name == "full") {
-          std::printf("%-40s skipped: keeps every position (ask with "
-                      "--policy=full)\n", "full");
+          Text("%-40s skipped: keeps every position (ask with "
+               "--policy=full)\n", "full");
           continue;
         }
         config.parameters.clear();
       }
-      all_ok &= RunTraceAndPrint(config, trace_steps);
+      all_ok &= RunTraceAndPrint(config, preset_name, trace_steps, &json_base,
+                                 json_out);
     }
+    all_ok &= CloseJson(json);
     return all_ok ? 0 : 1;
   }
-  std::printf("kvspec reference, spec %s; scenario '%s': %zu steps\n\n",
-              kSpecVersion, scenario->id.c_str(), scenario->steps.size());
+  const std::string steps_text =
+      scenario->trace.has_value() && scenario->steps.empty()
+          ? absl::StrFormat("a trace of %d steps", StepCount(*scenario))
+          : absl::StrFormat("%d steps", scenario->steps.size());
+  Text("kvspec reference, spec %s; scenario '%s': %s\n\n", kSpecVersion,
+       scenario->id, steps_text);
   bool all_ok = true;
   for (PolicyConfig& config : configs) {
     config.seed = absl::GetFlag(FLAGS_seed);
-    all_ok &= RunAndPrint(config, *scenario, absl::GetFlag(FLAGS_quiet));
+    all_ok &= RunAndPrint(config, preset_name, *scenario, &json_base, json_out,
+                          absl::GetFlag(FLAGS_quiet));
   }
+  all_ok &= CloseJson(json);
   return all_ok ? 0 : 1;
 }
 
@@ -382,7 +1331,22 @@ int main(int argc, char** argv) {
       "step admits, evicts and keeps.\n"
       "  simulate                      every policy on the sample scenario\n"
       "  simulate --policy=NAME [--params=k=v,...] [--scenario=FILE]\n"
+      "  simulate --policy=NAME ... --json=FILE|-   the run as JSON "
+      "(tools/simulate-json.md)\n"
       "  simulate --list               policies, parameters, defaults");
   absl::ParseCommandLine(argc, argv);
-  return kvspec::Main();
+  // A scenario the spec accepts can still need more memory than the machine
+  // has: one step admitting 2^32 - 1 positions holds them all before any
+  // eviction (cc/policy.cc, Policy::AdmitPositions). Say so, never abort.
+  try {
+    return kvspec::Main();
+  } catch (const std::bad_alloc&) {
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "simulate: out of memory: the scenario needs more memory "
+                 "than this machine gives (a policy holds every position a "
+                 "step admits before it evicts; see the scenario's largest "
+                 "admit)\n");
+    return 1;
+  }
 }
