@@ -1,44 +1,235 @@
 #!/bin/bash
-# Fuzzes the conformance frame decoder, the frames-as-text decoder (runner
-# --decode) and the vector loader with libFuzzer
-# (Debian's clang), AddressSanitizer and UBSan, for SECONDS each (default
-# 60), and prints how many inputs each ran and what it found.
+# Fuzzes every parser of outside input with libFuzzer (Debian's clang),
+# AddressSanitizer and UBSan (every report fatal), for SECONDS each (default
+# 60), up to one target per core at a time:
+#   frame_fuzzer          conformance/frame.cc: the conformance frames
+#   decode_fuzzer         conformance/decode.cc: runner --decode dumps
+#   vector_loader_fuzzer  tools/vectors/load.cc: vector files, MANIFEST.json
+#   import_fuzzer         tools/import_attention_lib.cc: .safetensors, .npy
+#   scenario_fuzzer       tools/scenario_file.cc: scenario files (simulate
+#                         --scenario), then the harness on small ones
+# Prints how many inputs each ran and what it found, then one line that
+# tools/test.sh counts, "fuzz: N passed, M failed": a target passes when it
+# ran for SECONDS without a crash, leak, timeout (10 s for one input) or
+# out-of-memory. A finding is kept in $KVSPEC_FUZZ_FINDINGS (default
+# /tmp/kvspec-fuzz-findings) beside its target's binary: rerun the binary
+# with the file as its argument to reproduce it.
+#
+# Needs clang and its libFuzzer and sanitizer runtime, Debian's
+# libclang-rt-14-dev (tools/setup.sh --tests installs both).
 #
 #   tools/fuzz.sh [SECONDS]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
+findings="${KVSPEC_FUZZ_FINDINGS:-/tmp/kvspec-fuzz-findings}"
+
+# Refuses to start without its tools, in the summary line too.
+missing() {
+  echo "fuzz: $1" >&2
+  echo "fuzz: 0 passed, 1 failed ($2)"
+  exit 2
+}
+command -v clang++ >/dev/null ||
+  missing "clang++ is not installed: apt-get install clang libclang-rt-14-dev (or tools/setup.sh --tests)" \
+    "no clang++"
+clang_major="$(clang++ -dumpversion | cut -d. -f1)"
+runtime="$(clang++ -print-runtime-dir)"
+for lib in fuzzer asan ubsan_standalone; do
+  [[ -f "$runtime/libclang_rt.$lib-$(uname -m).a" ]] ||
+    missing "clang's libFuzzer and sanitizer runtime is not installed ($runtime/libclang_rt.$lib-$(uname -m).a is missing): apt-get install libclang-rt-$clang_major-dev (or tools/setup.sh --tests)" \
+      "libclang-rt-$clang_major-dev is not installed"
+done
+
 work="$(mktemp -d)"
 trap 'rm -rf "$work" /dev/shm/kvspec-fuzz-*' EXIT
-protoc --proto_path=. --cpp_out="$work" spec/kvspec.proto spec/conformance.proto || exit 2
-flags=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -I. -I"$work" -w)
-libs="$(pkg-config --libs absl_statusor absl_str_format absl_strings) -lprotobuf -pthread"
+protoc --proto_path=. --cpp_out="$work" spec/kvspec.proto spec/conformance.proto ||
+  missing "protoc failed" "protoc failed"
+flags=(-std=c++17 -gline-tables-only -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+       -I. -I"$work" -w)
+libs=($(pkg-config --libs absl_statusor absl_str_format absl_strings absl_int128) -lprotobuf -pthread)
 
-clang++ "${flags[@]}" conformance/fuzz/frame_fuzzer.cc conformance/frame.cc \
-  -o "$work/frame_fuzzer" || exit 2
-clang++ "${flags[@]}" conformance/fuzz/vector_loader_fuzzer.cc \
-  tools/vectors/load.cc cc/sha256.cc "$work/spec/kvspec.pb.cc" $libs \
-  -o "$work/vector_loader_fuzzer" || exit 2
-clang++ "${flags[@]}" conformance/fuzz/decode_fuzzer.cc conformance/decode.cc \
-  conformance/frame.cc "$work/spec/kvspec.pb.cc" "$work/spec/conformance.pb.cc" $libs \
-  -o "$work/decode_fuzzer" || exit 2
+# Every source once, one compiler per core; then each target is linked.
+reference=($(ls cc/*.cc cc/policies/*.cc | grep -v '_test\.cc$'))
+sources=(conformance/frame.cc conformance/decode.cc tools/vectors/load.cc
+         tools/import_attention_lib.cc tools/scenario_file.cc
+         "$work/spec/kvspec.pb.cc" "$work/spec/conformance.pb.cc"
+         conformance/fuzz/*.cc tools/fuzz/*.cc "${reference[@]}")
+mkdir -p "$work/obj"
+object() { local name="${1#"$work"/}"; echo "$work/obj/${name//\//_}.o"; }
+for source in "${sources[@]}"; do
+  while [[ $(jobs -rp | wc -l) -ge $(nproc) ]]; do wait -n; done
+  ( clang++ "${flags[@]}" -c "$source" -o "$(object "$source")" \
+      2>"$(object "$source").log" || touch "$(object "$source").failed" ) &
+done
+wait
+for failed in "$work"/obj/*.failed; do
+  [[ -e "$failed" ]] || continue
+  cat "${failed%.failed}.log" >&2
+  missing "cannot compile ${failed##*/}" "compile error"
+done
+link() {  # target, sources
+  local target="$1"; shift
+  local objects=()
+  for source in "$@"; do objects+=("$(object "$source")"); done
+  clang++ "${flags[@]}" "${objects[@]}" "${libs[@]}" -o "$work/$target" ||
+    missing "cannot link $target" "link error"
+}
+link frame_fuzzer conformance/fuzz/frame_fuzzer.cc conformance/frame.cc
+link vector_loader_fuzzer conformance/fuzz/vector_loader_fuzzer.cc \
+  tools/vectors/load.cc cc/sha256.cc "$work/spec/kvspec.pb.cc"
+link decode_fuzzer conformance/fuzz/decode_fuzzer.cc conformance/decode.cc \
+  conformance/frame.cc "$work/spec/kvspec.pb.cc" "$work/spec/conformance.pb.cc"
+link import_fuzzer tools/fuzz/import_fuzzer.cc tools/import_attention_lib.cc \
+  "$work/spec/kvspec.pb.cc" "${reference[@]}"
+link scenario_fuzzer tools/fuzz/scenario_fuzzer.cc tools/scenario_file.cc \
+  "$work/spec/kvspec.pb.cc" "${reference[@]}"
+echo "fuzz: 5 targets built in $SECONDS s ($(nproc) cores); fuzzing each for $seconds s"
 
-# Seeds: real frames and real vector files.
-mkdir -p "$work/frames" "$work/files"
+# Seeds: real frames, real vector files, a real dump.
+mkdir -p "$work/frames" "$work/files" "$work/dumps" "$work/attention" "$work/scenarios"
 printf '\x05\x00\x00\x00hello\x00\x00\x00\x00' >"$work/frames/two"
 cp vectors/harness.pb vectors/full.pb vectors/MANIFEST.json "$work/files/"
-mkdir -p "$work/dumps"
 cp conformance/fuzz/seed-dump.bin "$work/dumps/"
+# Attention files in the layouts tools/capture_attention.py saves (uniform
+# causal rows), each behind import_fuzzer's 5 control bytes (tools/fuzz/
+# import_fuzzer.cc): a .npy matrix, layer.<n> matrices, a window.<n> with
+# its __metadata__, a file with both, step.<t> rows.
+python3 - "$work/attention" <<'EOF' || missing "cannot write the attention seeds" "seed error"
+import json, struct, sys
 
-status=0
-for target in frame_fuzzer:frames vector_loader_fuzzer:files decode_fuzzer:dumps; do
-  name="${target%%:*}"; corpus="$work/${target##*:}"
-  "$work/$name" -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$work/" \
-    -max_len=65536 "$corpus" >"$work/$name.log" 2>&1
-  code=$?
-  runs="$(grep -o 'stat::number_of_executed_units: [0-9]*' "$work/$name.log" | grep -o '[0-9]*$')"
-  crashes="$(ls "$work"/crash-* 2>/dev/null | wc -l)"
-  echo "$name: ${runs:-?} executions in ${seconds} s, exit $code, $crashes crash files"
-  [[ $code -ne 0 ]] && { status=1; tail -30 "$work/$name.log"; }
+def row(q, keys):  # query q's causal row over `keys` keys
+    return [1.0 / (q + 1) if k <= q else 0.0 for k in range(keys)]
+
+def matrix(heads, length):
+    return [w for h in range(heads) for q in range(length) for w in row(q, length)]
+
+def window(heads, rows, length):
+    return [w for h in range(heads) for r in range(rows)
+            for w in row(length - rows + r, length)]
+
+def f32(values):
+    return struct.pack("<%df" % len(values), *values)
+
+def npy(shape, values):
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % (
+        "".join("%d, " % d for d in shape))
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + f32(values)
+
+def safetensors(tensors, metadata=None):
+    header, data = {}, b""
+    if metadata:
+        header["__metadata__"] = metadata
+    for name, shape, values in tensors:
+        header[name] = {"dtype": "F32", "shape": shape,
+                        "data_offsets": [len(data), len(data) + 4 * len(values)]}
+        data += f32(values)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+
+seeds = {
+    # .npy [2, 4, 4], no option; [4, 3, 3] with heads 2,0 and kv_heads 2.
+    "npy": (b"\x00\x00\x00\x00\x00", npy([2, 4, 4], matrix(2, 4))),
+    "npy-heads": (b"\x00\x00\xd5\x00\x00", npy([4, 3, 3], matrix(4, 3))),
+    # layer.0 [2, 5, 5], layer.3 [1, 2, 2] and totals.0: --layer=0.
+    "layers": (b"\x01\x80\x00\x00\x00", safetensors([
+        ("layer.0", [2, 5, 5], matrix(2, 5)),
+        ("layer.3", [1, 2, 2], matrix(1, 2)),
+        ("totals.0", [2, 5], [1.0] * 10)])),
+    # window.2 [2, 3, 6] with its metadata: --window_rows=2 --decode=1.
+    "window": (b"\x01\x00\x00\x82\x81", safetensors(
+        [("window.2", [2, 3, 6], window(2, 3, 6))],
+        {"tokens": "6", "window_rows": "3", "num_attention_heads": "2"})),
+    # layer.1 [1, 4, 4] and window.1 [1, 2, 4]: --decode=1 picks the window.
+    "both": (b"\x01\x00\x00\x00\x81", safetensors([
+        ("layer.1", [1, 4, 4], matrix(1, 4)),
+        ("window.1", [1, 2, 4], window(1, 2, 4))])),
+    # step.0 .. step.4, [2, t + 1]: heads 1,0.
+    "steps": (b"\x01\x00\xc3\x00\x00", safetensors([
+        ("step.%d" % t, [2, t + 1], row(t, t + 1) * 2) for t in range(5)])),
+}
+for name, (control, data) in seeds.items():
+    with open("%s/%s" % (sys.argv[1], name), "wb") as out:
+        out.write(control + data)
+EOF
+# The words of both formats' headers, for import_fuzzer's mutations.
+printf '%s\n' '"\x93NUMPY"' '"descr"' '"<f4"' '"fortran_order"' '"False"' '"True"' \
+  '"shape"' '"layer."' '"window."' '"step."' '"totals."' '"dtype"' '"F32"' \
+  '"data_offsets"' '"__metadata__"' '"tokens"' '"window_rows"' \
+  '"num_attention_heads"' '"\\u"' >"$work/attention.dict"
+# Scenarios (spec/kvspec.proto): decode steps with one head, a chunk and
+# null attention; a prefill step with query rows and decode steps with two
+# heads; a canonical trace with two heads.
+encode() { protoc --proto_path=. --encode=kvspec.v1.Scenario spec/kvspec.proto >"$work/scenarios/$1" ||
+             missing "cannot encode the scenario seed $1" "seed error"; }
+encode decode <<'EOF'
+id: "decode"
+steps { admit: 3 }
+steps { admit: 1 attention { weights: [0.5, 0.25, 0.25] } }
+steps { admit: 1 attention { weights: [0.5, 0.125, 0.125, 0.25] } }
+steps { admit: 2 }
+steps { admit: 1 attention { weights: [0.25, 0, 0.25, 0.125, 0.125, 0.125, 0.125] } }
+EOF
+encode prefill <<'EOF'
+id: "prefill"
+query_heads: 2
+kv_heads: 1
+steps {
+  admit: 3
+  queries { weights: [0.5, 0.5] }
+  queries { weights: [0.25, 0.25, 0.5] }
+  queries { weights: [0.75, 0.25] }
+  queries { weights: [0.5, 0.25, 0.25] }
+}
+steps { admit: 1 heads { weights: [0.5, 0.25, 0.25] } heads { weights: [0.25, 0.5, 0.25] } }
+steps { admit: 1 heads { weights: [0.5, 0.25, 0.125, 0.125] } heads { weights: [0, 0.5, 0.25, 0.25] } }
+EOF
+encode trace <<'EOF'
+id: "trace"
+query_heads: 2
+kv_heads: 2
+trace { seed: 7 steps: 24 sinks: 2 recent_length: 4 heavy_count: 2 epoch_length: 8 }
+EOF
+
+mkdir -p "$findings"
+run() {  # target, corpus
+  local name="$1" dict=()
+  [[ -f "$work/$2.dict" ]] && dict=(-dict="$work/$2.dict")
+  mkdir -p "$work/artifacts-$name"
+  "$work/$name" -max_total_time="$seconds" -timeout=10 -print_final_stats=1 \
+    -artifact_prefix="$work/artifacts-$name/" -max_len=65536 "${dict[@]}" "$work/$2" \
+    >"$work/$name.log" 2>&1
+  echo $? >"$work/$name.exit"
+}
+targets=(frame_fuzzer:frames vector_loader_fuzzer:files decode_fuzzer:dumps
+         import_fuzzer:attention scenario_fuzzer:scenarios)
+for target in "${targets[@]}"; do
+  while [[ $(jobs -rp | wc -l) -ge $(nproc) ]]; do wait -n; done
+  run "${target%%:*}" "${target##*:}" &
 done
-exit $status
+wait
+
+passed=0 failed=0
+for target in "${targets[@]}"; do
+  name="${target%%:*}"
+  code="$(cat "$work/$name.exit" 2>/dev/null || echo '?')"
+  runs="$(grep -o 'stat::number_of_executed_units: [0-9]*' "$work/$name.log" | grep -o '[0-9]*$')"
+  found=("$work/artifacts-$name"/*)
+  [[ -e "${found[0]}" ]] || found=()
+  echo "$name: ${runs:-?} executions in ${seconds} s, exit $code, ${#found[@]} findings"
+  if [[ "$code" == 0 && ${#found[@]} -eq 0 ]]; then
+    passed=$((passed + 1))
+    continue
+  fi
+  failed=$((failed + 1))
+  tail -30 "$work/$name.log"
+  cp "$work/$name" "$findings/"
+  for file in "${found[@]}"; do
+    cp "$file" "$findings/$name-${file##*/}"
+    echo "  reproduce: $findings/$name $findings/$name-${file##*/}"
+  done
+done
+echo "fuzz: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]

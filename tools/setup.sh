@@ -11,7 +11,9 @@
 #                            environment with its pinned packages from PyPI.
 #   tools/setup.sh --tests   the above, and what only the tests need
 #                            (tools/test.sh runs this itself): clang
-#                            (tools/determinism.sh), mutmut and cargo-mutants
+#                            (tools/determinism.sh) and its libFuzzer and
+#                            sanitizer runtime, libclang-rt-14-dev
+#                            (tools/fuzz.sh), mutmut and cargo-mutants
 #                            (tools/mutation.sh), and one virtual environment
 #                            with torch, transformers and kvpress,
 #                            tools/.venv-torch (tools/requirements-torch.txt),
@@ -38,7 +40,7 @@ PACKAGES=(
   python3
   python3-venv
 )
-if [[ $tests -eq 1 ]]; then PACKAGES+=(clang); fi
+if [[ $tests -eq 1 ]]; then PACKAGES+=(clang libclang-rt-14-dev); fi
 
 sudo=()
 if [[ $(id -u) -ne 0 ]]; then sudo=(sudo); fi
