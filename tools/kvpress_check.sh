@@ -1,9 +1,13 @@
 #!/bin/bash
 # Runs NVIDIA kvpress 0.5.5's own presses on every vector that uses a kvpress
 # preset and checks the disagreements against tools/kvpress/disagreements.txt
-# (tools/kvpress_check.py --check), after the tool's self-test. Prints
-# "kvpress-selftest: N passed, M failed" and, last, "kvpress: N passed,
-# M failed" for tools/test_summary.py; exits non-zero on any failure.
+# (tools/kvpress_check.py --check), after the tool's self-test; then the
+# presses inside a model's forward pass, eager and sdpa, against kvspec fed
+# the same model's attention (tools/kvpress/model_check.py --check, after its
+# self-test; disagreements in tools/kvpress/model_disagreements.txt). Prints
+# "kvpress-selftest: N passed, M failed", "kvpress: N passed, M failed",
+# "kvpress-model-selftest: ..." and "kvpress-model: ..." for
+# tools/test_summary.py; exits non-zero on any failure.
 #
 #   tools/kvpress_check.sh [--check|--write|--table]   (default --check)
 set -uo pipefail
@@ -15,6 +19,10 @@ if [[ ! -x "$python" ]]; then
     echo "kvpress-selftest: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh)"
   fi
   echo "kvpress: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh)"
+  if [[ "${1:---check}" == --check ]]; then
+    echo "kvpress-model-selftest: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh)"
+    echo "kvpress-model: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh)"
+  fi
   exit 1
 fi
 status=0
@@ -23,4 +31,8 @@ if [[ "$mode" == --check ]]; then
   "$python" tools/kvpress_check.py --selftest || status=1
 fi
 "$python" tools/kvpress_check.py "$mode" || status=1
+if [[ "$mode" == --check ]]; then
+  "$python" tools/kvpress/model_check.py --selftest || status=1
+fi
+"$python" tools/kvpress/model_check.py "$mode" || status=1
 exit $status

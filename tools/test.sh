@@ -1,23 +1,27 @@
 #!/bin/bash
 # The README's test command (after tools/setup.sh): first `tools/setup.sh
-# --tests` (what only the tests need: clang, the mutation testers, the torch
-# environment), then every Bazel test, then tools/determinism.sh (the
-# vectors built by g++ and clang++ at several optimisation levels are
-# byte-identical), then tools/test_ports.sh (each bundled port's unit tests
-# and its conformance run), then tools/search/check.sh (the differential
+# --tests` (what only the tests need: clang and its fuzzer runtime, the
+# mutation testers, the torch environment), then every Bazel test, then
+# tools/determinism.sh (the vectors built by g++ and clang++ at several
+# optimisation levels are byte-identical), then tools/fuzz.sh 20 (every
+# parser of outside input fuzzed for 20 s: about 3 minutes on two cores
+# with the compile), then tools/test_ports.sh (each bundled port's unit
+# tests and its conformance run), then tools/search/check.sh (the differential
 # search on a fixed seed against the reference and each port, and its
 # rediscovery of each blind-spot mutant), then tools/old_ports.sh (the Python port of each
 # earlier spec version, from git history, gets no failure), then
 # tools/recipes/check.sh (spec/arithmetic.md's recipes, run in each
 # language here), then tools/kvpress_check.sh (kvpress 0.5.5 itself on the
 # vectors that use a kvpress preset, every disagreement listed in
-# tools/kvpress/disagreements.txt), then each engine adapter's check
+# tools/kvpress/disagreements.txt; then its presses inside a tiny model's
+# forward pass against kvspec, tools/kvpress/model_disagreements.txt), then each engine adapter's check
 # (conformance/engines/*/check.sh: transformers 5.2.0 and mlx-lm 0.32.2
 # driven through the runner, every deviation listed in their expectation
 # files; llama.cpp's only when its setup.sh was run, else "not run"), and
 # ends with one line, "tests: N passed, N failed", counting test cases
 # (GoogleTest cases, one per shell test target, one per determinism
-# configuration, unit tests and conformance cases of each port, search
+# configuration, one per fuzz target that found nothing, unit tests and
+# conformance cases of each port, search
 # cases that agreed and blind-spot mutants the search found, one per old
 # port and per recipe, the kvpress check's self-test checks and vector
 # cases, the cases each engine adapter passed).
@@ -33,18 +37,22 @@ fi
 echo
 log="$(mktemp)"
 determinism="$(mktemp)"
+fuzz="$(mktemp)"
 ports="$(mktemp)"
 old="$(mktemp)"
 recipes="$(mktemp)"
 search="$(mktemp)"
 kvpress="$(mktemp)"
 engines="$(mktemp)"
-trap 'rm -f "$log" "$determinism" "$ports" "$old" "$recipes" "$search" "$kvpress" "$engines"' EXIT
+trap 'rm -f "$log" "$determinism" "$fuzz" "$ports" "$old" "$recipes" "$search" "$kvpress" "$engines"' EXIT
 bazel test //... --test_summary=short "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 echo
 tools/determinism.sh 2>&1 | tee "$determinism"
 determinism_status=${PIPESTATUS[0]}
+echo
+tools/fuzz.sh 20 2>&1 | tee "$fuzz"
+fuzz_status=${PIPESTATUS[0]}
 echo
 tools/test_ports.sh 2>&1 | tee "$ports"
 ports_status=${PIPESTATUS[0]}
@@ -68,6 +76,8 @@ for check in conformance/engines/*/check.sh; do
   echo
 done
 extra=("$(grep '^determinism:' "$determinism" || echo 'determinism: 0 passed, 1 failed')")
+extra+=("$(grep -E '^fuzz: [0-9]+ passed, [0-9]+ failed' "$fuzz" | tail -1 || true)")
+[[ -n "${extra[-1]}" ]] || extra[-1]='fuzz: 0 passed, 1 failed (no closing line)'
 while IFS= read -r line; do extra+=("$line"); done < <(grep -E '^[a-z-]+: [0-9]+ passed, [0-9]+ failed' "$ports")
 n_search=${#extra[@]}
 while IFS= read -r line; do extra+=("$line"); done < <(grep -E '^search-[a-z-]+: [0-9]+ passed, [0-9]+ failed' "$search")
@@ -80,6 +90,10 @@ extra+=("$(grep -E '^kvpress-selftest: [0-9]+ passed, [0-9]+ failed' "$kvpress" 
 [[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-selftest: 0 passed, 1 failed (no closing line)'
 extra+=("$(grep -E '^kvpress: [0-9]+ passed, [0-9]+ failed' "$kvpress" | tail -1 || true)")
 [[ -n "${extra[-1]}" ]] || extra[-1]='kvpress: 0 passed, 1 failed (no closing line)'
+extra+=("$(grep -E '^kvpress-model-selftest: [0-9]+ passed, [0-9]+ failed' "$kvpress" | tail -1 || true)")
+[[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-model-selftest: 0 passed, 1 failed (no closing line)'
+extra+=("$(grep -E '^kvpress-model: [0-9]+ passed, [0-9]+ failed' "$kvpress" | tail -1 || true)")
+[[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-model: 0 passed, 1 failed (no closing line)'
 for engine in transformers mlx-lm; do
   extra+=("$(grep -E "^$engine-adapter: [0-9]+ passed, [0-9]+ failed" "$engines" | tail -1 || true)")
   [[ -n "${extra[-1]}" ]] || extra[-1]="$engine-adapter: 0 passed, 1 failed (no closing line)"
@@ -89,6 +103,7 @@ done
 extra+=("$(grep -E '^llama\.cpp-adapter: ([0-9]+ passed, [0-9]+ failed|not run \()' "$engines" | tail -1 || true)")
 [[ -n "${extra[-1]}" ]] || extra[-1]='llama.cpp-adapter: 0 passed, 1 failed (no closing line)'
 python3 tools/test_summary.py "$log" "$(bazel info bazel-testlogs 2>/dev/null)" "${extra[@]}"
-[[ $status -eq 0 && $determinism_status -eq 0 && $ports_status -eq 0 && $search_status -eq 0 \
+[[ $status -eq 0 && $determinism_status -eq 0 && $fuzz_status -eq 0 \
+   && $ports_status -eq 0 && $search_status -eq 0 \
    && $old_status -eq 0 \
    && $recipes_status -eq 0 && $kvpress_status -eq 0 && $engines_status -eq 0 ]]
