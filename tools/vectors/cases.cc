@@ -202,6 +202,7 @@ void AddScenarios(SuiteBuilder& b) {
   b.Add(Chunks("chunk-4", {4}));
   b.Add(Chunks("chunks-2-1-1-2-1", {2, 1, 1, 2, 1}));
   b.Add(Explicit("admit-zero", {Null(1), Null(0)}));
+  b.Add(Explicit("positions-past-limit", {Null(2), Null(4294967295u)}));
   b.Add(Explicit("row-too-short", {Null(3), WithRow({0.5f, 0.5f})}));
   b.Add(Explicit("row-too-long", {Null(2), WithRow({0.5f, 0.25f, 0.25f})}));
   b.Add(Explicit("weight-nan", {Null(3), WithRow({0.5f, kNan, 0.5f})}));
@@ -315,6 +316,13 @@ void AddHarnessCases(SuiteBuilder& b) {
          "one-step");
   b.Case("harness/refusal/admit-zero", {"refusal.position"},
          "step 1 admits no position", window4, "admit-zero");
+  // A gap the whole-port mutation run of 2026-12-02 found (mutmut, Python
+  // port): no vector reached the other POSITION check. It refuses before
+  // admitting anything, so two steps reach it with two positions held.
+  b.Case("harness/refusal/positions-past-limit", {"refusal.position"},
+         "step 1 admits 2^32 - 1 positions after 2: the last would be 2^32, "
+         "past 2^32 - 1: POSITION at step 1, before anything is admitted",
+         window4, "positions-past-limit");
   b.Case("harness/refusal/row-too-short", {"refusal.attention-length"},
          "step 1's row has 2 weights for 3 admitted positions", window4,
          "row-too-short");
