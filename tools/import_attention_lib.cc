@@ -28,10 +28,10 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/numeric/int128.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -639,7 +639,7 @@ absl::StatusOr<JsonValue> ReadJsonObject(Cursor& cursor, int depth) {
   // The keys read so far: a header of many tensors is checked for a
   // repeated key in linear time, not by comparing each key with every
   // earlier one (40,000 tensors took 320 s that way).
-  absl::flat_hash_set<std::string> keys;
+  std::unordered_set<std::string> keys;
   while (true) {
     cursor.SkipSpace();
     const size_t key_pos = cursor.pos();
