@@ -87,21 +87,11 @@ grep -q "import_attention -- --input=$TMP/attn.safetensors .*--kv_heads=2" \
 grep -q "48 steps, 4 query head(s), 2 kv head(s)" "$TMP/import" \
   || fail "import summary: $(cat "$TMP/import")"
 
-# The captured file as import_attention reads it, and the scenario: row q of
-# each head without its diagonal, bit for bit. (The protobuf wire format is
-# read by hand: this Python need not have protobuf.)
-"$PYTHON" - "$TMP/attn.safetensors" "$TMP/attn.pb" <<'EOF' || fail "the captured file or the scenario"
-import struct, sys
-from safetensors import safe_open
-with safe_open(sys.argv[1], "pt") as f:
-    meta = f.metadata()
-    assert list(f.keys()) == ["layer.1"], list(f.keys())
-    a = f.get_tensor("layer.1")
-assert str(a.dtype) == "torch.float32" and tuple(a.shape) == (4, 48, 48), a.shape
-assert meta["layer"] == "1" and meta["num_attention_heads"] == "4", meta
-assert meta["num_key_value_heads"] == "2" and meta["tokens"] == "48", meta
-assert meta["model"].endswith("/model"), meta
-data = open(sys.argv[2], "rb").read()
+# The protobuf wire format read by hand (this Python need not have
+# protobuf), for the checks below: $TMP/wire.py.
+cat >"$TMP/wire.py" <<'PYEOF'
+"""Protobuf wire format: varints and (field, value) pairs."""
+
 
 def varint(b, i):
     value, shift = 0, 0
@@ -125,6 +115,26 @@ def fields(b):
         else:
             raise ValueError(f"wire type {kind}")
         yield number, value
+PYEOF
+
+# The captured file as import_attention reads it, and the scenario: row q of
+# each head without its diagonal, bit for bit. (The protobuf wire format is
+# read by hand: this Python need not have protobuf.)
+"$PYTHON" - "$TMP/attn.safetensors" "$TMP/attn.pb" <<'EOF' || fail "the captured file or the scenario"
+import struct, sys
+from safetensors import safe_open
+with safe_open(sys.argv[1], "pt") as f:
+    meta = f.metadata()
+    assert list(f.keys()) == ["layer.1"], list(f.keys())
+    a = f.get_tensor("layer.1")
+assert str(a.dtype) == "torch.float32" and tuple(a.shape) == (4, 48, 48), a.shape
+assert meta["layer"] == "1" and meta["num_attention_heads"] == "4", meta
+assert meta["num_key_value_heads"] == "2" and meta["tokens"] == "48", meta
+assert meta["model"].endswith("/model"), meta
+data = open(sys.argv[2], "rb").read()
+
+sys.path.insert(0, sys.argv[1].rsplit("/", 1)[0])  # $TMP/wire.py
+from wire import fields  # noqa: E402
 
 scenario = list(fields(data))
 steps = [v for n, v in scenario if n == 2]
@@ -288,28 +298,8 @@ tmp = sys.argv[1]
 with safe_open(f"{tmp}/win.safetensors", "pt") as f:
     rows = f.get_tensor("window.1")
 
-def varint(b, i):
-    value, shift = 0, 0
-    while True:
-        value |= (b[i] & 0x7F) << shift
-        shift += 7
-        i += 1
-        if not b[i - 1] & 0x80:
-            return value, i
-
-def fields(b):
-    i = 0
-    while i < len(b):
-        key, i = varint(b, i)
-        number, kind = key >> 3, key & 7
-        if kind == 0:
-            value, i = varint(b, i)
-        elif kind == 2:
-            n, i = varint(b, i)
-            value, i = b[i:i + n], i + n
-        else:
-            raise ValueError(f"wire type {kind}")
-        yield number, value
+sys.path.insert(0, tmp)  # $TMP/wire.py
+from wire import fields  # noqa: E402
 
 def steps(path):
     scenario = list(fields(open(path, "rb").read()))
