@@ -1998,6 +1998,87 @@ void AddSearchCases(SuiteBuilder& b) {
          P("streamingllm", {{"budget", 4}, {"sinks", 1}, {"spans", 1},
                             {"span_chunk", 1}}),
          "search-chunk-3");
+
+  // The whole-port mutmut run of the Python port (issue 19, 2026-12-02, at
+  // commit 09d490d, first chunk): five mutants the vectors let through, each
+  // case the shrunk scenario its triage gave.
+  b.Case("search/prefill/adaptive-with-ratio", {"search.found",
+                                                "refusal.invalid-parameter"},
+         "found by tools/search (seed 1, shrunk): adaptive 1 with ratio_ppm "
+         "666667 (recent_window 0, so rule 1 holds) is refused by rule 2 of "
+         "prefill.md#when-a-policy-evicts (the Python port's "
+         "check_prefill_relations without ratio_ppm in rule 2's list "
+         "accepted it; the vectors refused adaptive with prefill_only and "
+         "with window_budget only)",
+         P("tova", {{"adaptive", 1}, {"recent_window", 0}, {"ratio_ppm", 666667}}),
+         "prefill-tova-card");
+  b.Case("search/prefill/ratio-one-with-recent-window", {"search.found",
+                                                         "refusal.invalid-parameter"},
+         "found by tools/search (seed 2, shrunk): ratio_ppm 1, the least "
+         "ratio, with h2o's default recent_window 16 is refused by rule 1 "
+         "(the Python port with `ratio_ppm > 1` accepted it)",
+         P("h2o", {{"ratio_ppm", 1}}), "prefill-h2o-card");
+  // The first step of two query heads: two heads rows of no weights (one
+  // per position admitted before, none) are well formed, so only the query
+  // rows beside them make the step wrong.
+  b.Add(WithHeads(Explicit("search-prefill-heads-beside-queries",
+                           {[] {
+                             ScenarioStep step = QueryRows(
+                                 2, {{0.5f, 0.5f}, {0.25f, 0.75f}});
+                             step.heads = {Row{}, Row{}};
+                             return step;
+                           }()}),
+                  2, 2));
+  b.Case("search/prefill/heads-rows-beside-queries", {"search.found",
+                                                       "refusal.attention-length"},
+         "a first step of two query heads carries two empty heads rows (well "
+         "formed: no position was admitted before) and query rows: "
+         "ATTENTION_LENGTH by check 3 of prefill.md#checks (a step with "
+         "query rows has no heads row; the Python port that checked only "
+         "for an attention row ran it as a prefill)",
+         P("h2o", {{"budget", 1}, {"recent_window", 0}}),
+         "search-prefill-heads-beside-queries");
+  {
+    // Subnormal masses: the recent shares mass x d^k / norm are exact only
+    // when the powers d^k start at d^0 = 1 (trace.md#steps-and-rows).
+    TraceConfig trace = CanonicalTrace(4);
+    trace.sinks = 0;
+    trace.heavy_count = 0;
+    trace.recent_mass = 2.5e-323;
+    trace.background_mass = 5e-324;
+    b.Add(Traced("search-trace-subnormal-masses", trace));
+  }
+  b.Case("search/trace/subnormal-masses", {"search.found"},
+         "found by tools/search (shrunk): recent_mass 2.5e-323 and "
+         "background_mass 5e-324 (subnormal binary64), no sinks and no heavy "
+         "hitters; the shares round in the subnormal range, so the powers "
+         "must start at d^0 = 1.0 (the Python port's TraceGenerator with "
+         "the powers started at another value gave other weights)",
+         P("tova", {{"budget", 2}, {"recent_window", 0}}),
+         "search-trace-subnormal-masses");
+  {
+    // The seed 2^64 - 0x9E3779B97F4A7C15 makes head 0's salience hash of
+    // position 0 mix64(0) = 0, so salience(0) = (0 + 1) x 2^-53, the least.
+    TraceConfig trace = CanonicalTrace(4);
+    trace.seed = 7046029254386353131ULL;
+    b.Add(WithHeads(Traced("search-trace-heads-zero-hash", trace), 2, 2));
+    b.Add(Traced("search-trace-zero-hash", trace));
+  }
+  b.Case("search/trace/zero-hash", {},
+         "the same seed with one head (TraceGenerator's own salience, not "
+         "HeadsTrace's): salience(0) is 2^-53; with the hash's +1 changed, "
+         "position 0's background share changes and h2o keeps other "
+         "positions",
+         P("h2o", {{"budget", 2}, {"recent_window", 0}}),
+         "search-trace-zero-hash");
+  b.Case("search/trace-heads/zero-hash", {"search.found"},
+         "found by tools/search (shrunk): a two-head trace whose seed makes "
+         "head 0's salience hash of position 0 zero, so salience(0) is 2^-53 "
+         "(the +1 of trace.md#hashes decides it; the Python port's "
+         "HeadsTrace.weights_matrix with the hash's +1 changed agreed with "
+         "the reference on every other hash)",
+         P("h2o", {{"budget", 2}, {"recent_window", 0}}),
+         "search-trace-heads-zero-hash");
 }
 
 // Spec 0.8.0: spans and position ids (spec/spans.md), the engines' presets
