@@ -203,6 +203,8 @@ void AddScenarios(SuiteBuilder& b) {
   b.Add(Chunks("chunks-2-1-1-2-1", {2, 1, 1, 2, 1}));
   b.Add(Explicit("admit-zero", {Null(1), Null(0)}));
   b.Add(Explicit("positions-past-limit", {Null(2), Null(4294967295u)}));
+  b.Add(Explicit("row-short-at-the-last-position",
+                 {Null(2), WithRow({0.5f}, 4294967294u)}));
   b.Add(Explicit("row-too-short", {Null(3), WithRow({0.5f, 0.5f})}));
   b.Add(Explicit("row-too-long", {Null(2), WithRow({0.5f, 0.25f, 0.25f})}));
   b.Add(Explicit("weight-nan", {Null(3), WithRow({0.5f, kNan, 0.5f})}));
@@ -323,6 +325,17 @@ void AddHarnessCases(SuiteBuilder& b) {
          "step 1 admits 2^32 - 1 positions after 2: the last would be 2^32, "
          "past 2^32 - 1: POSITION at step 1, before anything is admitted",
          window4, "positions-past-limit");
+  // The same check at its boundary: a step whose last position is exactly
+  // 2^32 - 1 passes it, so the next check (the row's length) decides. Still
+  // nothing is admitted. A port that refuses this step as POSITION has the
+  // bound off by one or two (issue 19: mutants of both ports once argued
+  // untestable, as if such a step had to be admitted).
+  b.Case("harness/refusal/row-short-at-the-last-position",
+         {"refusal.attention-length"},
+         "step 1 admits 2^32 - 2 positions after 2, the last exactly 2^32 - "
+         "1: accepted by check 2; its row has 1 weight for 2 admitted "
+         "positions: ATTENTION_LENGTH at step 1, before anything is admitted",
+         window4, "row-short-at-the-last-position");
   b.Case("harness/refusal/row-too-short", {"refusal.attention-length"},
          "step 1's row has 2 weights for 3 admitted positions", window4,
          "row-too-short");
