@@ -4,7 +4,8 @@
 Runs the model in --model (a save_pretrained directory; nothing is downloaded)
 over a prompt (--text, tokenized by the model's own tokenizer when the
 directory has one, or --token_ids), and writes, for each layer of --layers,
-one tensor to the .safetensors file --output:
+one tensor (one per chunk with --prefill_chunk) to the .safetensors file
+--output:
 
     window.<n>   F32 [Hq, m, L]   (the default, --window m, 64 unless given)
         the attention rows of the prompt's last m queries, positions
@@ -15,6 +16,19 @@ one tensor to the .safetensors file --output:
     layer.<n>    F32 [Hq, L, L]   (--matrix)
         the whole causal matrix, every query's row. It grows as L^2: for a
         few thousand tokens at most.
+    chunk.<n>.<e>  F32 [Hq, m_e, e]   (--prefill_chunk C, instead of window.<n>)
+        a chunked prefill of C tokens a chunk: for each chunk end e = C, 2C,
+        ... and finally L (the last chunk may be shorter), the rows of the
+        chunk's last m_e = min(m, e - previous end) queries over keys
+        0..e-1 (m = --window, 64 unless given): what a policy that
+        compresses at prefill sees at that chunk. tools/import_attention
+        makes them one prefill step per chunk. In a causal model the row of
+        query q depends on nothing after q, so these are the rows of the
+        same queries in the one forward pass, cut at e, computed as the
+        window's are (a block of rows at a time, a new block at each
+        chunk's first row). capture_attention_test checks on its model
+        that each chunk's rows are transformers' output_attentions rows
+        cut at e, bit for bit, and that the last chunk's are window.<n>'s.
 
 Nothing of size L x L is ever held: rows are computed from the layer's queries
 and keys a block of rows at a time (--block_rows), with the arithmetic of the
@@ -32,7 +46,13 @@ attention the rows stand for (--attention):
            again from the layer's input, RoPE applied, matmul with the keys
            divided by sqrt(head_dim), -inf above the diagonal, softmax in
            float32), the full rows kept. The difference between the two is
-           what a user of kvpress under sdpa sees.
+           what a user of kvpress under sdpa sees. With --prefill_chunk, each
+           chunk's rows are that recomputation at the chunk's end e: its
+           last m_e queries from the layer's input at their positions, keys
+           0..e-1, the mask's diagonal at e - m_e + 1 (as kvpress computes
+           it when e keys are in the cache); the hidden states and keys are
+           the one forward pass's, which a chunked engine computes with
+           other kernel shapes.
 
 The forward pass stops after the last captured layer's attention: no later
 layer, no LM head. The MLP of earlier layers and every rotary embedding run
@@ -46,13 +66,22 @@ activations, row blocks) is estimated and compared with what the machine has
 (MemAvailable, or --memory_limit_gib), and the output's size with the free
 disk space; a run that would not fit is refused with the figures and the way
 out. __metadata__ records the model, layers, token count, window, attention
-path, versions and the SHA-256 of the token ids.
+path, versions and the SHA-256 of the token ids (and, with --prefill_chunk,
+"layout": "chunks", "prefill_chunk": C and "chunks": their count per layer).
 
     tools/.venv-torch/bin/python tools/capture_attention.py \\
         --model ~/models/Llama-3.2-1B --text prompt.txt --layers 0,8 \\
         --window 64 --output /tmp/window.safetensors
     bazel run //tools:import_attention -- --input=/tmp/window.safetensors \\
         --layer=8 --output=/tmp/prompt.pb --kv_heads=8
+
+A chunked prefill of 512 tokens a chunk, the last 64 queries of each:
+
+    tools/.venv-torch/bin/python tools/capture_attention.py \\
+        --model ~/models/Llama-3.2-1B --text prompt.txt --layers 8 \\
+        --window 64 --prefill_chunk 512 --output /tmp/chunks.safetensors
+    bazel run //tools:import_attention -- --input=/tmp/chunks.safetensors \\
+        --output=/tmp/chunked.pb --kv_heads=8
 
 If the model directory has no tokenizer and --text is given, each UTF-8 byte
 of the text is a token, its id taken modulo the vocabulary size (said on
@@ -63,6 +92,7 @@ started (too large for the memory or the disk), 1 for any other failure.
 """
 
 import argparse
+import bisect
 import hashlib
 import json
 import math
@@ -129,6 +159,12 @@ def parse_args(argv):
     parser.add_argument("--matrix", action="store_true",
                         help="capture the whole causal matrix instead: "
                         "layer.<n> [Hq, L, L] (grows as L^2)")
+    parser.add_argument("--prefill_chunk", type=int, default=None,
+                        help="a chunked prefill of C tokens a chunk instead "
+                        "of one window: chunk.<n>.<e> [Hq, m_e, e] for each "
+                        "chunk end e = C, 2C, ..., L, the rows of the "
+                        "chunk's last m_e = min(--window, chunk length) "
+                        "queries over keys 0..e-1")
     parser.add_argument("--attention", choices=("eager", "sdpa"),
                         default="eager",
                         help="the attention whose rows to capture (default "
@@ -262,6 +298,41 @@ def mem_available():
     return None
 
 
+def encode_header(tensors, metadata):
+    """The safetensors header of `tensors` (name, dtype, shape, itemsize),
+    padded to a multiple of 8 bytes; each tensor's offset in the data; the
+    data's size."""
+    header, offsets, offset = {}, {}, 0
+    for name, dtype, shape, itemsize in tensors:
+        size = math.prod(shape) * itemsize
+        header[name] = {"dtype": dtype, "shape": list(shape),
+                        "data_offsets": [offset, offset + size]}
+        offsets[name] = offset
+        offset += size
+    header["__metadata__"] = metadata
+    encoded = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    encoded += b" " * (-len(encoded) % 8)
+    return encoded, offsets, offset
+
+
+# The safetensors library refuses a header longer than this
+# (safetensors/src/tensor.rs, MAX_HEADER_SIZE: safetensors 0.8.0 opened a
+# 100,000,000-byte header and refused one of 100,000,008).
+MAX_HEADER_BYTES = 100_000_000
+
+
+def chunk_spans(length, chunk, window):
+    """(end, rows) of each chunk of a prefill of `chunk` tokens a chunk over
+    `length` tokens: ends chunk, 2 chunk, ... and length; each chunk's rows
+    are those of its last min(window, its tokens) queries."""
+    spans, start = [], 0
+    while start < length:
+        end = min(start + chunk, length)
+        spans.append((end, min(window, end - start)))
+        start = end
+    return spans
+
+
 class SafetensorsWriter:
     """A .safetensors file written as it is computed.
 
@@ -272,17 +343,7 @@ class SafetensorsWriter:
     """
 
     def __init__(self, path, tensors, metadata):
-        header, offset = {}, 0
-        self.offsets = {}
-        for name, dtype, shape, itemsize in tensors:
-            size = math.prod(shape) * itemsize
-            header[name] = {"dtype": dtype, "shape": list(shape),
-                            "data_offsets": [offset, offset + size]}
-            self.offsets[name] = offset
-            offset += size
-        header["__metadata__"] = metadata
-        encoded = json.dumps(header, separators=(",", ":")).encode("utf-8")
-        encoded += b" " * (-len(encoded) % 8)
+        encoded, self.offsets, offset = encode_header(tensors, metadata)
         self.base = 8 + len(encoded)
         self.size = self.base + offset
         self.path = path
@@ -317,13 +378,14 @@ class SafetensorsWriter:
 class Capture:
     """The attention function the model runs, and what it records."""
 
-    def __init__(self, torch, layers, window, matrix, attention, block_rows,
-                 writer):
+    def __init__(self, torch, layers, spans, attention, block_rows, writer):
         self.torch = torch
         self.layers = set(layers)
         self.last_layer = max(layers)
-        self.window = window
-        self.matrix = matrix
+        # The rows recorded, ascending and disjoint: (first, stop, width,
+        # name) for the queries first .. stop-1, each row over keys
+        # 0 .. width-1, into tensor name.format(layer).
+        self.spans = spans
         self.attention = attention
         self.block_rows = block_rows
         self.writer = writer
@@ -351,27 +413,30 @@ class Capture:
         return torch.nn.functional.softmax(weights, dim=-1,
                                            dtype=torch.float32)
 
-    def kvpress_window_weights(self, module, key_group, group, groups):
+    def kvpress_window_weights(self, module, key_group, group, groups, end,
+                               m):
         """kvpress's recomputed window rows for one KV group (sdpa path).
 
         SnapKVPress.compute_window_attention (kvpress 0.5.5,
-        presses/snapkv_press.py), without its final slice: the last m
-        queries projected again from the layer's input
+        presses/snapkv_press.py), without its final slice, at a forward
+        pass whose last position is end - 1 (end = L: the whole prompt; a
+        chunk's end with --prefill_chunk): the m queries end-m .. end-1
+        projected again from the layer's input
         (kvpress.utils.get_prerope_query_states), RoPE applied, matmul with
-        the keys / sqrt(head_dim), -inf above the diagonal, softmax in
-        float32.
+        the keys 0 .. end-1 / sqrt(head_dim), -inf above the diagonal,
+        softmax in float32.
         """
         torch = self.torch
         from kvpress.utils import get_prerope_query_states
         from transformers.models.llama.modeling_llama import rotate_half
         hidden_states, (cos, sin) = self.layer_inputs[module.layer_idx]
-        m = self.window
-        k_len = key_group.shape[2]
-        query = get_prerope_query_states(module, hidden_states[:, -m:])
-        cos, sin = cos[:, -m:], sin[:, -m:]
+        k_len = end
+        query = get_prerope_query_states(module, hidden_states[:, end - m:end])
+        cos, sin = cos[:, end - m:end], sin[:, end - m:end]
         query = (query * cos.unsqueeze(1)) + (rotate_half(query) * sin.unsqueeze(1))
         query = query[:, group * groups:(group + 1) * groups]
-        keys = key_group.expand(1, groups, k_len, key_group.shape[3])
+        keys = key_group[:, :, :end].expand(1, groups, k_len,
+                                            key_group.shape[3])
         weights = torch.matmul(query, keys.transpose(2, 3)) / math.sqrt(
             module.head_dim)
         mask = torch.ones_like(weights) * float("-inf")
@@ -382,26 +447,40 @@ class Capture:
 
     # -- recording ----------------------------------------------------------
 
-    def record(self, layer, group, groups, first_row, weights):
-        """Writes rows first_row.. of a group's heads into the file."""
-        weights = weights[0].to("cpu").contiguous().numpy()  # [G, B, L]
-        heads, count, length = weights.shape
-        if self.matrix:
-            name, rows_per_head, row0 = f"layer.{layer}", length, 0
-        else:
-            name, rows_per_head, row0 = (f"window.{layer}", self.window,
-                                         length - self.window)
+    def record(self, layer, group, groups, span, first_row, weights):
+        """Writes rows first_row.. (inside `span`) of a group's heads into
+        the span's tensor, each cut to the span's width."""
+        import numpy
+        weights = weights[0].to("cpu").contiguous().numpy()  # [G, B, K]
+        heads = weights.shape[0]
+        first, stop, width, name = span
+        rows_per_head = stop - first
         for i in range(heads):
             head = group * groups + i
-            offset = ((head * rows_per_head) + (first_row - row0)) * length * 4
-            self.writer.write(name, offset, weights[i])
+            offset = ((head * rows_per_head) + (first_row - first)) * width * 4
+            rows = weights[i]
+            if rows.shape[1] != width:
+                rows = numpy.ascontiguousarray(rows[:, :width])
+            self.writer.write(name.format(layer), offset, rows)
 
-    def blocks(self, length, start):
-        """Row ranges covering start..length-1, a new block at L - window."""
-        cuts = sorted({start, length, max(start, length - self.window)})
+    def blocks(self, length, everything):
+        """Row ranges covering the spans' rows (every row 0..length-1 when
+        `everything`), each with the span it lies in or None: a new block
+        at each span's first and stop row, at most block_rows rows."""
+        cuts = {length}
+        if everything:
+            cuts.add(0)
+        for first, stop, _, _ in self.spans:
+            cuts.update((first, stop))
+        cuts = sorted(cuts)
+        firsts = [span[0] for span in self.spans]
         for lo, hi in zip(cuts, cuts[1:]):
+            i = bisect.bisect_right(firsts, lo) - 1
+            span = self.spans[i] if i >= 0 and lo < self.spans[i][1] else None
+            if span is None and not everything:
+                continue
             for first in range(lo, hi, self.block_rows):
-                yield range(first, min(hi, first + self.block_rows))
+                yield range(first, min(hi, first + self.block_rows)), span
 
     def __call__(self, module, query, key, value, attention_mask,
                  dropout=0.0, scaling=None, **kwargs):
@@ -421,10 +500,12 @@ class Capture:
         if self.attention == "sdpa":
             if captured:
                 for g in range(kv_heads):
-                    weights = self.kvpress_window_weights(
-                        module, key[:, g:g + 1], g, groups)
-                    self.record(layer, g, groups, length - self.window,
-                                weights)
+                    for span in self.spans:
+                        first, stop = span[0], span[1]
+                        weights = self.kvpress_window_weights(
+                            module, key[:, g:g + 1], g, groups, stop,
+                            stop - first)
+                        self.record(layer, g, groups, span, first, weights)
             if need_output:
                 from transformers.integrations.sdpa_attention import \
                     sdpa_attention_forward
@@ -432,7 +513,6 @@ class Capture:
                     module, query, key, value, None, dropout=0.0,
                     scaling=scaling)
         else:
-            start = 0 if (need_output or self.matrix) else length - self.window
             if need_output:
                 output = torch.empty(query.shape, dtype=query.dtype,
                                      device=query.device)
@@ -440,12 +520,12 @@ class Capture:
                 heads = slice(g * groups, (g + 1) * groups)
                 keys = repeat_group(key, g, groups)
                 values = repeat_group(value, g, groups) if need_output else None
-                for rows in self.blocks(length, start):
+                for rows, span in self.blocks(length, need_output):
                     weights = self.eager_weights(query[:, heads], keys,
                                                  scaling, rows)
-                    if captured and (self.matrix or
-                                     rows.start >= length - self.window):
-                        self.record(layer, g, groups, rows.start, weights)
+                    if captured and span is not None:
+                        self.record(layer, g, groups, span, rows.start,
+                                    weights)
                     if need_output:
                         output[:, heads, rows.start:rows.stop] = torch.matmul(
                             weights.to(value.dtype), values)
@@ -466,7 +546,7 @@ def repeat_group(states, group, groups):
 
 
 def estimate_memory(config, params_bytes, length, layers, window, matrix,
-                    block_rows, chunk_rows, attention):
+                    block_rows, chunk_rows, attention, header_bytes=0):
     """Bytes the run needs at its peak, a deliberate over-estimate."""
     hidden = config.hidden_size
     heads = config.num_attention_heads
@@ -487,7 +567,10 @@ def estimate_memory(config, params_bytes, length, layers, window, matrix,
     if attention == "sdpa":
         block = max(block, groups * window * length * f32 * 4)
     rope = length * head_dim * f32 * 2
-    return int(params_bytes + activations + block + rope + 0.5 * GIB)
+    # The header and the writer's table of tensors (a chunked prefill has
+    # one tensor per chunk and layer): the JSON, its dict, their copies.
+    tables = header_bytes * 8
+    return int(params_bytes + activations + block + rope + tables + 0.5 * GIB)
 
 
 def capture(args):
@@ -502,6 +585,13 @@ def capture(args):
         raise UsageError(f"--window must be at least 1, got {args.window}")
     if args.window is not None and args.matrix:
         raise UsageError("give --window or --matrix, not both")
+    if args.prefill_chunk is not None and args.prefill_chunk < 1:
+        raise UsageError(f"--prefill_chunk must be at least 1, got "
+                         f"{args.prefill_chunk}")
+    if args.prefill_chunk is not None and args.matrix:
+        raise UsageError("give --prefill_chunk or --matrix, not both: the "
+                         "matrix holds every query's row already (a chunked "
+                         "prefill's rows among them)")
     if args.matrix and args.attention == "sdpa":
         raise UsageError("--matrix with --attention sdpa: kvpress recomputes "
                          "only the observation window under sdpa; capture "
@@ -560,41 +650,36 @@ def capture(args):
         print(f"capture_attention: --window {args.window} is longer than "
               f"the prompt's {length} tokens; capturing all {length} rows",
               file=sys.stderr)
+    chunked = args.prefill_chunk is not None
+    if chunked and args.prefill_chunk >= length:
+        print(f"capture_attention: --prefill_chunk {args.prefill_chunk} is "
+              f"not below the prompt's {length} tokens: one chunk, "
+              f"chunk.<n>.{length}, the rows window.<n> would hold",
+              file=sys.stderr)
     groups = query_heads // kv_heads
     block_rows = args.block_rows or max(1, min(
         length, (256 * 1024 * 1024) // max(1, groups * length * 4)))
+    # What is recorded: (first, stop, width, name) per tensor and layer (the
+    # name's {} is the layer), and the tensors' headers.
+    if args.matrix:
+        spans = [(0, length, length, "layer.{}")]
+    elif chunked:
+        spans = [(end - rows, end, end, f"chunk.{{}}.{end}")
+                 for end, rows in chunk_spans(length, args.prefill_chunk,
+                                              window)]
+    else:
+        spans = [(length - window, length, length, "window.{}")]
+    tensors = [(name.format(n), "F32", (query_heads, stop - first, width), 4)
+               for n in layers for first, stop, width, name in spans]
 
     # The model's weights without allocating them (meta device).
     with torch.device("meta"):
         shell = AutoModelForCausalLM.from_config(config)
     params_bytes = sum(p.numel() for p in shell.parameters()) * 4
     del shell
-    need = estimate_memory(config, params_bytes, length, layers, window,
-                           args.matrix, block_rows, args.chunk_rows,
-                           args.attention)
-    have = (int(args.memory_limit_gib * GIB) if args.memory_limit_gib
-            else mem_available())
-    if have is not None and need > have:
-        raise UsageError(
-            f"this run needs about {size(need)} (weights "
-            f"{size(params_bytes)}, activations of {length} tokens, "
-            f"blocks of {block_rows} rows) and "
-            f"{'--memory_limit_gib gives' if args.memory_limit_gib else 'the machine has'} "
-            f"{size(have)} available: use fewer tokens "
-            f"(--max_tokens), a smaller --block_rows, or capture earlier "
-            f"layers only (each layer before the last captured one is run)")
     head_dim = getattr(config, "head_dim", None) or \
         config.hidden_size // query_heads
     rows = length if args.matrix else window
-    out_bytes = len(layers) * query_heads * rows * length * 4
-    free = os.statvfs(output_dir)
-    if out_bytes > free.f_bavail * free.f_frsize:
-        raise UsageError(
-            f"the output would be {size(out_bytes)} and "
-            f"'{output_dir}' has {size(free.f_bavail * free.f_frsize)} "
-            f"free: capture fewer layers or rows"
-            f"{' (--window instead of --matrix)' if args.matrix else ''}")
-
     metadata = {
         "kvspec_capture": "1",
         "model": os.path.abspath(args.model),
@@ -605,7 +690,8 @@ def capture(args):
         "head_dim": str(head_dim),
         "tokens": str(length),
         "window_rows": str(rows),
-        "layout": "matrix" if args.matrix else "window",
+        "layout": ("matrix" if args.matrix else
+                   "chunks" if chunked else "window"),
         "attention": args.attention,
         "device": str(device),
         "block_rows": str(block_rows),
@@ -616,15 +702,51 @@ def capture(args):
         "torch": torch.__version__,
         "transformers": transformers.__version__,
     }
+    if chunked:
+        metadata["prefill_chunk"] = str(args.prefill_chunk)
+        metadata["chunks"] = str(len(spans))
     if args.attention == "sdpa":
         import kvpress
         metadata["kvpress"] = getattr(kvpress, "__version__", "unknown")
-    tensors = [((f"layer.{n}" if args.matrix else f"window.{n}"), "F32",
-                (query_heads, rows, length), 4) for n in layers]
+    # The header, as it will be written: its size counts in the memory
+    # estimate and the disk check, and safetensors reads none above
+    # MAX_HEADER_BYTES.
+    header, _, data_bytes = encode_header(tensors, metadata)
+    if len(header) > MAX_HEADER_BYTES:
+        raise UsageError(
+            f"the file's header would be {len(header):,} bytes ({len(tensors):,} "
+            f"tensors), over the {MAX_HEADER_BYTES:,} bytes the safetensors "
+            f"library reads: capture fewer layers or larger chunks "
+            f"(--prefill_chunk {args.prefill_chunk})")
+    need = estimate_memory(config, params_bytes, length, layers, window,
+                           args.matrix, block_rows, args.chunk_rows,
+                           args.attention, len(header))
+    have = (int(args.memory_limit_gib * GIB) if args.memory_limit_gib
+            else mem_available())
+    if have is not None and need > have:
+        raise UsageError(
+            f"this run needs about {size(need)} (weights "
+            f"{size(params_bytes)}, activations of {length} tokens, "
+            f"blocks of {block_rows} rows"
+            f"{f', {len(tensors):,} tensors' if chunked else ''}) and "
+            f"{'--memory_limit_gib gives' if args.memory_limit_gib else 'the machine has'} "
+            f"{size(have)} available: use fewer tokens "
+            f"(--max_tokens), a smaller --block_rows, or capture earlier "
+            f"layers only (each layer before the last captured one is run)")
+    out_bytes = 8 + len(header) + data_bytes
+    free = os.statvfs(output_dir)
+    if out_bytes > free.f_bavail * free.f_frsize:
+        raise UsageError(
+            f"the output would be {size(out_bytes)} and "
+            f"'{output_dir}' has {size(free.f_bavail * free.f_frsize)} "
+            f"free: capture fewer layers or rows"
+            f"{' (--window instead of --matrix)' if args.matrix else ''}"
+            f"{' (a smaller --window, larger --prefill_chunk)' if chunked else ''}")
+
     writer = SafetensorsWriter(args.output, tensors, metadata)
     try:
-        state = Capture(torch, layers, window, args.matrix, args.attention,
-                        block_rows, writer)
+        state = Capture(torch, layers, spans, args.attention, block_rows,
+                        writer)
         AttentionInterface.register(ATTENTION_NAME, state)
         implementation = ATTENTION_NAME
         model = AutoModelForCausalLM.from_pretrained(
@@ -664,10 +786,21 @@ def capture(args):
 
     output = os.path.abspath(args.output)
     scenario = os.path.splitext(output)[0] + ".pb"
-    name = "layer" if args.matrix else "window"
-    print(f"capture_attention: wrote {', '.join(f'{name}.{n}' for n in layers)} "
-          f"[{query_heads}, {rows}, {length}] to {output} "
-          f"({args.attention}, {seconds:.1f} s)")
+    if chunked:
+        ends = [stop for _, stop, _, _ in spans]
+        shown = ", ".join(str(e) for e in ends) if len(ends) <= 6 else \
+            f"{ends[0]}, {ends[1]}, ..., {ends[-1]}"
+        print(f"capture_attention: wrote {len(spans)} chunk tensors per layer "
+              f"for layers {', '.join(str(n) for n in layers)}: chunk.<n>.<e> "
+              f"[{query_heads}, min({window}, chunk), e], e = {shown} (chunks "
+              f"of {args.prefill_chunk} tokens) to {output} "
+              f"({args.attention}, {seconds:.1f} s)")
+    else:
+        name = "layer" if args.matrix else "window"
+        print(f"capture_attention: wrote "
+              f"{', '.join(f'{name}.{n}' for n in layers)} "
+              f"[{query_heads}, {rows}, {length}] to {output} "
+              f"({args.attention}, {seconds:.1f} s)")
     for n in sorted(state.seconds):
         print(f"  layer {n}: {state.seconds[n]:.1f} s of attention"
               f"{'' if n in layers else ' (run for the next layer, not captured)'}")

@@ -10,6 +10,9 @@
 # (output_attentions) and, under --attention sdpa, with kvpress's own
 # SnapKVPress.compute_window_attention in an sdpa run; imported as a
 # prefill scenario and run with the kvpress presets; and the refusals.
+# Then a chunked prefill (--prefill_chunk 256) of the same prompt: each
+# chunk's rows checked the same way, the last chunk's against the window's,
+# imported as one prefill step per chunk and run by simulate.
 #
 # Needs a Python with torch, transformers and safetensors:
 # $KVSPEC_CAPTURE_PYTHON, else tools/.venv-torch/bin/python in the
@@ -231,6 +234,19 @@ grep -q "wrote window.0, window.1 \[4, 40, 600\]" "$TMP/wcapture" \
   --layers 0,1 --window 40 --attention sdpa \
   --output "$TMP/sdpa.safetensors" >"$TMP/scapture" 2>"$TMP/scapture.err" \
   || fail "sdpa capture exited $?: $(cat "$TMP/scapture.err")"
+# A chunked prefill of 256 tokens a chunk: chunks end at 256, 512 and 600,
+# each with the rows of its last 40 queries (216..255, 472..511, 560..599).
+"$PYTHON" "$CAPTURE" --model "$TMP/model" --token_ids "$TMP/ids.txt" \
+  --layers 0,1 --window 40 --block_rows 64 --chunk_rows 100 \
+  --prefill_chunk 256 --output "$TMP/chunks.safetensors" \
+  >"$TMP/ccapture" 2>"$TMP/ccapture.err" \
+  || fail "chunked capture exited $?: $(cat "$TMP/ccapture.err")"
+grep -q "wrote 3 chunk tensors per layer for layers 0, 1: chunk.<n>.<e> \[4, min(40, chunk), e\], e = 256, 512, 600" "$TMP/ccapture" \
+  || fail "chunked capture summary: $(cat "$TMP/ccapture")"
+"$PYTHON" "$CAPTURE" --model "$TMP/model" --token_ids "$TMP/ids.txt" \
+  --layers 0,1 --window 40 --attention sdpa --prefill_chunk 256 \
+  --output "$TMP/schunks.safetensors" >"$TMP/sccapture" 2>"$TMP/sccapture.err" \
+  || fail "sdpa chunked capture exited $?: $(cat "$TMP/sccapture.err")"
 # Bit for bit: eager rows against transformers' own eager attention
 # (output_attentions=True on the whole prompt), sdpa rows against kvpress's
 # own SnapKVPress.compute_window_attention inside an sdpa run (its keys from
@@ -256,6 +272,26 @@ assert meta["layout"] == "window" and meta["window_rows"] == "40", meta
 assert meta["tokens"] == "600" and meta["layers"] == "0,1", meta
 assert meta["attention"] == "eager" and len(meta["token_ids_sha256"]) == 64, meta
 
+# The chunked capture: chunk.<n>.<e> [4, 40, e], the rows of queries
+# e-40 .. e-1 over keys 0..e-1, are transformers' rows cut at e (zero
+# beyond); the last chunk's are the window's.
+spans = [(216, 256), (472, 512), (560, 600)]
+with safe_open(f"{tmp}/chunks.safetensors", "pt") as f, \
+        safe_open(f"{tmp}/win.safetensors", "pt") as w:
+    meta = f.metadata()
+    assert sorted(f.keys()) == sorted(f"chunk.{n}.{e}" for n in (0, 1)
+                                      for _, e in spans), list(f.keys())
+    for n in (0, 1):
+        for first, end in spans:
+            rows = f.get_tensor(f"chunk.{n}.{end}")
+            assert rows.dtype == torch.float32 and tuple(rows.shape) == (4, 40, end)
+            assert torch.equal(rows, attentions[n][0, :, first:end, :end]), f"eager chunk.{n}.{end}"
+            assert not attentions[n][0, :, first:end, end:].any()
+        assert torch.equal(f.get_tensor(f"chunk.{n}.600"), w.get_tensor(f"window.{n}"))
+assert meta["layout"] == "chunks" and meta["prefill_chunk"] == "256", meta
+assert meta["chunks"] == "3" and meta["window_rows"] == "40", meta
+assert meta["tokens"] == "600" and meta["attention"] == "eager", meta
+
 from kvpress.presses.snapkv_press import SnapKVPress
 sdpa = AutoModelForCausalLM.from_pretrained(f"{tmp}/model", attn_implementation="sdpa").eval()
 inputs = {}
@@ -278,7 +314,23 @@ with torch.no_grad():
             assert torch.equal(ours[:, :, :-40], theirs), f"sdpa layer {n}"
             gap = (ours - attentions[n][0, :, -40:, :]).abs().max().item()
             print(f"layer {n}: eager and kvpress-under-sdpa rows differ by at most {gap:.3g}")
-print("bit for bit: eager rows = transformers' eager, sdpa rows = kvpress's recomputation")
+    # Each chunk: kvpress's recomputation at the chunk's end, the forward
+    # pass's hidden states, RoPE and keys cut at e.
+    with safe_open(f"{tmp}/schunks.safetensors", "pt") as f, \
+            safe_open(f"{tmp}/sdpa.safetensors", "pt") as w:
+        assert f.metadata()["attention"] == "sdpa"
+        for n in (0, 1):
+            hidden, (cos, sin) = inputs[n]
+            for first, end in spans:
+                theirs = SnapKVPress.compute_window_attention(
+                    sdpa.model.layers[n].self_attn, hidden[:, :end],
+                    cache.layers[n].keys[:, :, :end], 40,
+                    (cos[:, :end], sin[:, :end]))[0]
+                ours = f.get_tensor(f"chunk.{n}.{end}")
+                assert tuple(ours.shape) == (4, 40, end)
+                assert torch.equal(ours[:, :, :-40], theirs), f"sdpa chunk.{n}.{end}"
+            assert torch.equal(f.get_tensor(f"chunk.{n}.600"), w.get_tensor(f"window.{n}"))
+print("bit for bit: eager rows = transformers' eager, sdpa rows = kvpress's recomputation, windows and chunks")
 PYEOF
 
 # The window as a prefill scenario: one step admitting the 600 positions with
@@ -291,6 +343,20 @@ PYEOF
 "$IMPORT" --input="$TMP/win.safetensors" --layer=1 --kv_heads=2 \
   --window_rows=32 --decode=8 --output="$TMP/wdec.pb" >"$TMP/wdimport" 2>&1 \
   || fail "import of the window with --decode=8: $(cat "$TMP/wdimport")"
+# The chunks: one prefill step per chunk (256, 256 and 88 positions, 40
+# query rows per head each); with --decode=8 --window_rows=16 the last
+# chunk's step admits 80 with the rows of queries 576..591, then 8 decode
+# steps.
+"$IMPORT" --input="$TMP/chunks.safetensors" --layer=1 --kv_heads=2 \
+  --output="$TMP/chunks.pb" >"$TMP/cimport" 2>&1 \
+  || fail "import of the chunks: $(cat "$TMP/cimport")"
+grep -q "3 steps (3 prefill steps, one per chunk, admitting 600 positions with 120 query rows per head in all, 0 decode step(s))" "$TMP/cimport" \
+  || fail "chunked import summary: $(cat "$TMP/cimport")"
+"$IMPORT" --input="$TMP/chunks.safetensors" --layer=1 --kv_heads=2 \
+  --window_rows=16 --decode=8 --output="$TMP/cdec.pb" >"$TMP/cdimport" 2>&1 \
+  || fail "import of the chunks with --decode=8: $(cat "$TMP/cdimport")"
+grep -q "11 steps (3 prefill steps, one per chunk, admitting 592 positions with 48 query rows per head in all, 8 decode step(s))" "$TMP/cdimport" \
+  || fail "chunked import summary with --decode=8: $(cat "$TMP/cdimport")"
 "$PYTHON" - "$TMP" <<'PYEOF' || fail "the prefill scenarios"
 import struct, sys
 from safetensors import safe_open
@@ -339,7 +405,57 @@ for t, step in enumerate(decode):
     for h in range(4):
         assert floats(heads[h]) == want(h, q, q), (h, q)
 print("bit for bit: the prefill step's 160 query rows; 128 rows and 8 decode steps")
+
+with safe_open(f"{tmp}/chunks.safetensors", "pt") as f:
+    chunks = {e: f.get_tensor(f"chunk.1.{e}") for e in (256, 512, 600)}
+
+def chunk_row(h, q, e, count):  # chunk.1.<e> holds queries e-40 .. e-1
+    return struct.pack(f"<{count}f", *chunks[e][h, q - (e - 40), :count].tolist())
+
+def check_prefill(step, admit, e, first, stop):
+    assert (1, admit) in step, step[:2]
+    assert not any(n in (2, 3) for n, _ in step)
+    queries = [v for n, v in step if n == 4]
+    m = stop - first
+    assert len(queries) == 4 * m, (e, len(queries))
+    for h in range(4):
+        for j, q in enumerate(range(first, stop)):
+            assert floats(queries[h * m + j]) == chunk_row(h, q, e, q + 1), (e, h, q)
+
+steps_ = steps(f"{tmp}/chunks.pb")
+assert len(steps_) == 3
+for step, (admit, e) in zip(steps_, [(256, 256), (256, 512), (88, 600)]):
+    check_prefill(step, admit, e, e - 40, e)
+steps_ = steps(f"{tmp}/cdec.pb")
+prefill, last, decode = steps_[:2], steps_[2], steps_[3:]
+check_prefill(prefill[0], 256, 256, 240, 256)
+check_prefill(prefill[1], 256, 512, 496, 512)
+check_prefill(last, 80, 600, 576, 592)
+assert len(decode) == 8
+for t, step in enumerate(decode):
+    q = 592 + t
+    heads = [v for n, v in step if n == 3]
+    assert (1, 1) in step and len(heads) == 4, (q, len(heads))
+    for h in range(4):
+        assert floats(heads[h]) == chunk_row(h, q, 600, q), (h, q)
+print("bit for bit: 3 chunked prefill steps of 160 query rows; 3 of 64 and 8 decode steps")
 PYEOF
+for scenario in chunks cdec; do
+  for policy in "snapkv preset=kvpress-0.5.5,ratio_ppm=500000" \
+                "tova preset=kvpress-0.5.5,ratio_ppm=500000"; do
+    set -- $policy
+    out="$TMP/sim-$scenario-$1"
+    steps=$([[ $scenario == chunks ]] && echo 3 || echo 11)
+    if ! "$SIMULATE" --scenario="$TMP/$scenario.pb" --policy="$1" --params="$2" \
+        --quiet >"$out" 2>&1; then
+      fail "simulate $1 over the chunked $scenario.pb exited non-zero: $(tail -3 "$out")"
+    elif ! grep -q "^$steps steps, " "$out"; then
+      fail "simulate $1 over $scenario.pb: no '$steps steps' in: $(cat "$out")"
+    else
+      echo "ok: $1 over the chunked prefill $scenario.pb: $(grep "steps, " "$out")"
+    fi
+  done
+done
 
 # Refusals before anything large is allocated, each naming what to change;
 # none writes its output.
@@ -364,6 +480,10 @@ refuse "window 0" "--window must be at least 1, got 0" \
   --token_ids "$TMP/ids.txt" --window 0
 refuse "matrix under sdpa" "kvpress recomputes only the observation window" \
   --token_ids "$TMP/ids.txt" --matrix --attention sdpa
+refuse "prefill_chunk 0" "--prefill_chunk must be at least 1, got 0" \
+  --token_ids "$TMP/ids.txt" --prefill_chunk 0
+refuse "prefill_chunk with matrix" "give --prefill_chunk or --matrix, not both" \
+  --token_ids "$TMP/ids.txt" --prefill_chunk 64 --matrix
 refuse "layer twice" "names a layer twice" --token_ids "$TMP/ids.txt" \
   --layers 1,1
 refuse "bad device" "--device nowhere" --token_ids "$TMP/ids.txt" \

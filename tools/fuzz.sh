@@ -94,7 +94,8 @@ cp conformance/fuzz/seed-dump.bin "$work/dumps/"
 # Attention files in the layouts tools/capture_attention.py saves (uniform
 # causal rows), each behind import_fuzzer's 5 control bytes (tools/fuzz/
 # import_fuzzer.cc): a .npy matrix, layer.<n> matrices, a window.<n> with
-# its __metadata__, a file with both, step.<t> rows.
+# its __metadata__, a file with both, chunk.<n>.<e> tensors with their
+# __metadata__, chunks beside a window, step.<t> rows.
 python3 - "$work/attention" <<'EOF' || missing "cannot write the attention seeds" "seed error"
 import json, struct, sys
 
@@ -107,6 +108,16 @@ def matrix(heads, length):
 def window(heads, rows, length):
     return [w for h in range(heads) for r in range(rows)
             for w in row(length - rows + r, length)]
+
+def chunks(layer, heads, rows, size, length):  # capture --prefill_chunk
+    tensors, start = [], 0
+    while start < length:
+        end = min(start + size, length)
+        m = min(rows, end - start)
+        tensors.append(("chunk.%d.%d" % (layer, end), [heads, m, end],
+                        window(heads, m, end)))
+        start = end
+    return tensors
 
 def f32(values):
     return struct.pack("<%df" % len(values), *values)
@@ -146,6 +157,15 @@ seeds = {
     "both": (b"\x01\x00\x00\x00\x81", safetensors([
         ("layer.1", [1, 4, 4], matrix(1, 4)),
         ("window.1", [1, 2, 4], window(1, 2, 4))])),
+    # chunk.1.3, chunk.1.6, chunk.1.8 [2, 2, e] with their metadata:
+    # --window_rows=1 --decode=1.
+    "chunks": (b"\x01\x00\x00\x81\x81", safetensors(
+        chunks(1, 2, 2, 3, 8),
+        {"tokens": "8", "window_rows": "2", "prefill_chunk": "3",
+         "num_attention_heads": "2", "layout": "chunks"})),
+    # chunk.0.<e> beside window.0: --layout=chunks.
+    "chunks-window": (b"\x01\x30\x00\x00\x00", safetensors(
+        chunks(0, 1, 2, 2, 5) + [("window.0", [1, 2, 5], window(1, 2, 5))])),
     # step.0 .. step.4, [2, t + 1]: heads 1,0.
     "steps": (b"\x01\x00\xc3\x00\x00", safetensors([
         ("step.%d" % t, [2, t + 1], row(t, t + 1) * 2) for t in range(5)])),
@@ -156,9 +176,9 @@ for name, (control, data) in seeds.items():
 EOF
 # The words of both formats' headers, for import_fuzzer's mutations.
 printf '%s\n' '"\x93NUMPY"' '"descr"' '"<f4"' '"fortran_order"' '"False"' '"True"' \
-  '"shape"' '"layer."' '"window."' '"step."' '"totals."' '"dtype"' '"F32"' \
-  '"data_offsets"' '"__metadata__"' '"tokens"' '"window_rows"' \
-  '"num_attention_heads"' '"\\u"' >"$work/attention.dict"
+  '"shape"' '"layer."' '"window."' '"chunk."' '"step."' '"totals."' '"dtype"' \
+  '"F32"' '"data_offsets"' '"__metadata__"' '"tokens"' '"window_rows"' \
+  '"prefill_chunk"' '"num_attention_heads"' '"\\u"' >"$work/attention.dict"
 # Scenarios (spec/kvspec.proto): decode steps with one head, a chunk and
 # null attention; a prefill step with query rows and decode steps with two
 # heads; a canonical trace with two heads.

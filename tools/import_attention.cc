@@ -5,6 +5,8 @@
 //       --layer=8 --output=/tmp/prompt.pb --kv_heads=8
 //   bazel run //tools:import_attention -- --input=/tmp/window.safetensors
 //       --output=/tmp/prompt.pb --kv_heads=8 --window_rows=32 --decode=16
+//   bazel run //tools:import_attention -- --input=/tmp/chunks.safetensors
+//       --output=/tmp/chunked.pb --kv_heads=8 --decode=16
 //   bazel run //tools:import_attention -- --input=/tmp/attn.npy
 //       --output=/tmp/attn.pb --heads=0,2 --kv_heads=1
 //   bazel run //tools:simulate -- --scenario=/tmp/attn.pb --policy=h2o
@@ -15,7 +17,9 @@
 // Inputs (by extension): a .npy float32 array [heads, L, L], or a
 // .safetensors file holding tensors layer.<n> (float32 [heads, L, L]),
 // window.<n> (float32 [heads, R, L]: the rows of the prompt's last R
-// queries) or step.<t> (float32 [heads, t + 1], t = 0 .. L-1).
+// queries), chunk.<n>.<e> (float32 [heads, m, e]: the rows of the last m
+// queries of a prefill chunk ending at e) or step.<t> (float32
+// [heads, t + 1], t = 0 .. L-1).
 //
 // A matrix or step rows: step q of the scenario admits position q and
 // carries each selected head's row q without its diagonal weight, bit for
@@ -27,6 +31,14 @@
 // R - D), each with its diagonal weight (q + 1 weights); then one decode
 // step per remaining position q = P .. L-1 admits it and carries row q
 // without its diagonal. Requires 1 <= m <= P, m + D <= R, D < L.
+//
+// Chunks (capture_attention.py --prefill_chunk): a chunked prefill, one
+// prefill step per chunk tensor in ascending e, admitting the chunk's
+// positions and carrying its rows as query rows (the last m of them with
+// --window_rows=m, capped by each chunk's rows); --decode=D takes the last
+// chunk's last D positions as decode steps (D below its row count).
+// --layout=matrix|window|chunks chooses when a layer has several kinds;
+// chunk tensors beside layer.<n> or window.<n> require it.
 //
 // Before anything big is built, the scenario's exact serialized size is
 // checked against protobuf's 2 GiB message limit (INT_MAX bytes), and the
@@ -58,15 +70,21 @@ ABSL_FLAG(std::string, input, "",
           "The attention file: .npy (float32 [heads, L, L], C order) or "
           ".safetensors (tensors layer.<n> of float32 [heads, L, L], "
           "window.<n> of float32 [heads, R, L] (the last R queries' rows: a "
-          "prefill scenario), or step.<t> of float32 [heads, t + 1]).");
+          "prefill scenario), chunk.<n>.<e> of float32 [heads, m, e] (each "
+          "prefill chunk's last m queries' rows: a chunked prefill, one "
+          "prefill step per chunk), or step.<t> of float32 [heads, t + 1]).");
 ABSL_FLAG(std::string, output, "",
           "Where to write the binary kvspec.v1.Scenario. Written to a "
           "temporary file beside it, then renamed: never left half-written.");
 ABSL_FLAG(std::string, layer, "",
-          "Which layer's tensor (layer.<n> or window.<n>) of a .safetensors "
-          "file to read. Empty: the file's only layer. When the file holds "
-          "both layer.<n> and window.<n>, window.<n> is read if "
-          "--window_rows or --decode is given, layer.<n> otherwise.");
+          "Which layer's tensors (layer.<n>, window.<n> or chunk.<n>.<e>) of "
+          "a .safetensors file to read. Empty: the file's only layer.");
+ABSL_FLAG(std::string, layout, "",
+          "Which of the layer's tensors to read: matrix (layer.<n>), window "
+          "(window.<n>) or chunks (chunk.<n>.<e>). Empty: the layer's only "
+          "kind; with both layer.<n> and window.<n>, window.<n> if "
+          "--window_rows or --decode is given, layer.<n> otherwise; "
+          "chunk.<n>.<e> beside either is refused without --layout.");
 ABSL_FLAG(std::string, heads, "all",
           "Comma-separated query heads to keep, in the order given (e.g. "
           "0,2,5), or 'all' for every head in file order.");
@@ -77,15 +95,18 @@ ABSL_FLAG(uint32_t, kv_heads, 1,
 ABSL_FLAG(std::string, id, "",
           "The scenario's id. Empty: the input file's base name.");
 ABSL_FLAG(std::string, window_rows, "",
-          "window.<n> only: m, how many of the window's R rows the prefill "
-          "step carries as query rows (the queries P-m .. P-1, P = L - "
-          "decode). Empty: R - decode, every row the decode steps do not "
-          "use. 1 <= m <= P and m + decode <= R.");
+          "window.<n> and chunk.<n>.<e> only: m, how many of the window's R "
+          "rows the prefill step carries as query rows (the queries P-m .. "
+          "P-1, P = L - decode). Empty: R - decode, every row the decode "
+          "steps do not use. 1 <= m <= P and m + decode <= R. Chunks: each "
+          "prefill step carries its chunk's last min(m, rows) rows (empty: "
+          "every row); m >= 1.");
 ABSL_FLAG(std::string, decode, "",
-          "window.<n> only: D, how many of the prompt's last positions "
-          "become decode steps after the prefill step (one step each, "
-          "admitting 1 and carrying its row without the diagonal). Empty: "
-          "0. D < L.");
+          "window.<n> and chunk.<n>.<e> only: D, how many of the prompt's "
+          "last positions become decode steps after the prefill step(s) (one "
+          "step each, admitting 1 and carrying its row without the "
+          "diagonal). Empty: 0. D < L; chunks: D below the last chunk's row "
+          "count.");
 
 namespace kvspec {
 namespace {
@@ -132,6 +153,21 @@ int Main() {
     }
     options.layer = n;
   }
+  if (const std::string layout = absl::GetFlag(FLAGS_layout);
+      !layout.empty()) {
+    if (layout == "matrix") {
+      options.layout = TensorLayout::kMatrix;
+    } else if (layout == "window") {
+      options.layout = TensorLayout::kWindow;
+    } else if (layout == "chunks") {
+      options.layout = TensorLayout::kChunks;
+    } else {
+      std::fprintf(stderr,
+                   "--layout: '%s' is not matrix, window or chunks\n",
+                   layout.c_str());
+      return 2;
+    }
+  }
   if (!ParseCount("window_rows", absl::GetFlag(FLAGS_window_rows),
                   options.window_rows) ||
       !ParseCount("decode", absl::GetFlag(FLAGS_decode), options.decode)) {
@@ -158,7 +194,26 @@ int Main() {
     std::fprintf(stderr, "%s\n", std::string(written.message()).c_str());
     return 1;
   }
-  if (scenario->steps_size() > 0 && scenario->steps(0).queries_size() > 0) {
+  int prefill_steps = 0;
+  uint64_t prefill_admitted = 0;
+  int query_rows = 0;
+  for (const v1::Step& step : scenario->steps()) {
+    if (step.queries_size() == 0) break;
+    ++prefill_steps;
+    prefill_admitted += step.admit();
+    query_rows += step.queries_size();
+  }
+  if (prefill_steps > 1) {
+    std::printf(
+        "%s: %d steps (%d prefill steps, one per chunk, admitting %llu "
+        "positions with %d query rows per head in all, %d decode step(s)), "
+        "%u query head(s), %u kv head(s), id '%s'\n",
+        output.c_str(), scenario->steps_size(), prefill_steps,
+        static_cast<unsigned long long>(prefill_admitted),
+        query_rows / static_cast<int>(scenario->query_heads()),
+        scenario->steps_size() - prefill_steps, scenario->query_heads(),
+        scenario->kv_heads(), scenario->id().c_str());
+  } else if (prefill_steps == 1) {
     const v1::Step& prefill = scenario->steps(0);
     std::printf(
         "%s: %d steps (a prefill step admitting %u positions with %d query "
@@ -186,7 +241,7 @@ int main(int argc, char** argv) {
       "kvspec.v1.Scenario.\n"
       "  import_attention --input=attn.safetensors --output=attn.pb "
       "[--layer=N] [--heads=0,2] [--kv_heads=K] [--id=NAME] "
-      "[--window_rows=M] [--decode=D]\n"
+      "[--layout=matrix|window|chunks] [--window_rows=M] [--decode=D]\n"
       "  import_attention --input=attn.npy --output=attn.pb");
   absl::ParseCommandLine(argc, argv);
   try {

@@ -136,6 +136,25 @@ enum class Kind {
   kMatrix,    // [heads, L, L]: every query's row over every key
   kStepRows,  // step.<t> [heads, t + 1]: row q holds keys 0..q
   kWindow,    // window.<n> [heads, R, L]: the last R queries' rows
+  kChunks,    // chunk.<n>.<e> [heads, m_e, e]: each chunk's last queries
+};
+
+// One tensor of query rows: a window.<n> (one chunk, 0 .. L-1) or a
+// chunk.<n>.<e>. The chunk admits positions start .. end-1; the tensor
+// holds the rows of its last `rows` queries, each over keys 0 .. end-1.
+struct ChunkRows {
+  std::string tensor;
+  uint64_t start = 0;
+  uint64_t end = 0;
+  uint64_t rows = 0;
+  // Where the tensor's data starts in the file.
+  uint64_t data = 0;
+
+  uint64_t first_query() const { return end - rows; }
+  // Where head h's row of query q (first_query() <= q < end) starts.
+  uint64_t row(uint32_t h, uint64_t q) const {
+    return data + ((uint64_t{h} * rows) + (q - first_query())) * end * 4;
+  }
 };
 
 // One layer's causal attention as it lies in the file's bytes. The file
@@ -152,8 +171,12 @@ struct Layout {
   // The tensor's name in a .safetensors file ("layer.3", "window.3"); empty
   // for a .npy file and for step rows.
   std::string tensor;
+  // Matrix and step rows: where each query's row is.
   std::vector<uint64_t> row_start;
   std::vector<uint64_t> head_stride;
+  // Window (one) and chunks (ascending ends, the last ending at L): the
+  // tensors of query rows. row_start and head_stride are empty.
+  std::vector<ChunkRows> chunks;
 
   uint32_t first_query() const { return length - rows; }
   uint64_t row_keys(uint32_t q) const {
@@ -177,11 +200,17 @@ std::string WeightName(const Layout& layout, uint32_t head, uint32_t q,
   }
   const std::string tensor =
       layout.tensor.empty() ? "" : absl::StrCat("tensor ", layout.tensor, ", ");
-  if (layout.kind == Kind::kWindow) {
-    return absl::StrFormat("%shead %d, row %d (window row %d), column %d",
-                           tensor, head, q, q - layout.first_query(), k);
-  }
   return absl::StrFormat("%shead %d, row %d, column %d", tensor, head, q, k);
+}
+
+// "tensor window.3, head 2, row 5 (window row 1), column 7", "tensor
+// chunk.3.8, head 2, row 6 (chunk row 1), column 7".
+std::string ChunkWeightName(const Layout& layout, const ChunkRows& chunk,
+                            uint32_t head, uint64_t q, uint64_t k) {
+  return absl::StrFormat("tensor %s, head %d, row %d (%s row %d), column %d",
+                         chunk.tensor, head, q,
+                         layout.kind == Kind::kWindow ? "window" : "chunk",
+                         q - chunk.first_query(), k);
 }
 
 // Checks the matrix dimensions [heads, L, L] that both formats share.
@@ -789,25 +818,63 @@ absl::Status CheckOffsets(std::vector<TensorEntry> tensors,
   return absl::OkStatus();
 }
 
-// "layer.12" with prefix "layer." -> 12. nullopt if `name` does not start
-// with the prefix; an error if what follows is not a plain decimal number.
-absl::StatusOr<std::optional<uint32_t>> IndexedName(const std::string& name,
-                                                    absl::string_view prefix) {
-  if (!absl::StartsWith(name, prefix)) return std::optional<uint32_t>();
-  const absl::string_view digits =
-      absl::string_view(name).substr(prefix.size());
+// `digits` as a number when it is one written canonically (decimal, no
+// sign, no leading zero, below 2^32), else nullopt.
+std::optional<uint32_t> CanonicalNumber(absl::string_view digits) {
   uint32_t index = 0;
   const bool canonical =
       !digits.empty() && (digits == "0" || digits[0] != '0') &&
       std::all_of(digits.begin(), digits.end(),
                   [](char c) { return absl::ascii_isdigit(c); }) &&
       absl::SimpleAtoi(digits, &index);
-  if (!canonical) {
+  if (!canonical) return std::nullopt;
+  return index;
+}
+
+// "layer.12" with prefix "layer." -> 12. nullopt if `name` does not start
+// with the prefix; an error if what follows is not a plain decimal number.
+absl::StatusOr<std::optional<uint32_t>> IndexedName(const std::string& name,
+                                                    absl::string_view prefix) {
+  if (!absl::StartsWith(name, prefix)) return std::optional<uint32_t>();
+  const std::optional<uint32_t> index =
+      CanonicalNumber(absl::string_view(name).substr(prefix.size()));
+  if (!index.has_value()) {
     return Invalid(absl::StrFormat(
         "tensor name \"%s\" is not %s<n> with n a decimal number", name,
         prefix));
   }
-  return std::optional<uint32_t>(index);
+  return index;
+}
+
+// "chunk.3.256" -> {3, 256}. nullopt if `name` does not start with
+// "chunk."; an error if the rest is not two plain decimal numbers n.e with
+// e >= 1.
+absl::StatusOr<std::optional<std::pair<uint32_t, uint32_t>>> ChunkName(
+    const std::string& name) {
+  using Result = std::optional<std::pair<uint32_t, uint32_t>>;
+  constexpr absl::string_view kPrefix = "chunk.";
+  if (!absl::StartsWith(name, kPrefix)) return Result();
+  const absl::string_view rest = absl::string_view(name).substr(kPrefix.size());
+  const size_t dot = rest.find('.');
+  const std::optional<uint32_t> n =
+      dot == absl::string_view::npos ? std::nullopt
+                                     : CanonicalNumber(rest.substr(0, dot));
+  const std::optional<uint32_t> e =
+      dot == absl::string_view::npos ? std::nullopt
+                                     : CanonicalNumber(rest.substr(dot + 1));
+  if (!n.has_value() || !e.has_value()) {
+    return Invalid(absl::StrFormat(
+        "tensor name \"%s\" is not chunk.<n>.<e> with n and e decimal "
+        "numbers",
+        name));
+  }
+  if (*e == 0) {
+    return Invalid(absl::StrFormat(
+        "tensor name \"%s\": a chunk ends after at least one position (e "
+        ">= 1)",
+        name));
+  }
+  return Result(std::make_pair(*n, *e));
 }
 
 // The checks every F32 tensor we read shares: dtype, then the bytes its
@@ -904,15 +971,187 @@ absl::StatusOr<Layout> WindowLayout(const TensorEntry& tensor,
   layout.rows = static_cast<uint32_t>(shape[1]);
   layout.length = static_cast<uint32_t>(shape[2]);
   layout.tensor = tensor.name;
-  const uint64_t row_bytes = 4 * uint64_t{layout.length};
-  const uint64_t start = data_start + tensor.begin;
-  layout.row_start.reserve(layout.rows);
-  layout.head_stride.reserve(layout.rows);
-  for (uint32_t r = 0; r < layout.rows; ++r) {
-    layout.row_start.push_back(start + r * row_bytes);
-    layout.head_stride.push_back(layout.rows * row_bytes);
-  }
+  ChunkRows chunk;
+  chunk.tensor = tensor.name;
+  chunk.start = 0;
+  chunk.end = layout.length;
+  chunk.rows = layout.rows;
+  chunk.data = data_start + tensor.begin;
+  layout.chunks.push_back(std::move(chunk));
   return layout;
+}
+
+// The value of __metadata__ entry `key` and its number, or nullopt when it
+// is absent or not a decimal number (then it is not compared).
+std::optional<std::pair<std::string, uint64_t>> MetadataNumber(
+    const Metadata& metadata, absl::string_view key) {
+  for (const auto& [name, value] : metadata) {
+    if (name != key) continue;
+    uint64_t number = 0;
+    const bool decimal =
+        !value.empty() &&
+        std::all_of(value.begin(), value.end(),
+                    [](char c) { return absl::ascii_isdigit(c); }) &&
+        absl::SimpleAtoi(value, &number);
+    if (decimal) return std::make_pair(value, number);
+  }
+  return std::nullopt;
+}
+
+// Refuses a __metadata__ entry that contradicts the chunk tensors:
+// "tokens" (L), "num_attention_heads" (heads), "prefill_chunk" (C: the ends
+// are C, 2C, ... and L) and "window_rows" (R: each chunk holds the rows of
+// its last min(R, admit) queries), checked in that order, chunks in order.
+absl::Status CheckChunksMetadata(const Metadata& metadata,
+                                 const Layout& layout) {
+  const std::vector<ChunkRows>& chunks = layout.chunks;
+  const uint64_t L = layout.length;
+  if (const auto tokens = MetadataNumber(metadata, "tokens");
+      tokens.has_value() && tokens->second != L) {
+    return Invalid(absl::StrFormat(
+        "__metadata__ says tokens = \"%s\" but the last chunk tensor, %s, "
+        "ends at L = %d: the file contradicts itself",
+        tokens->first, chunks.back().tensor, L));
+  }
+  if (const auto heads = MetadataNumber(metadata, "num_attention_heads");
+      heads.has_value() && heads->second != layout.heads) {
+    return Invalid(absl::StrFormat(
+        "__metadata__ says num_attention_heads = \"%s\" but the chunk "
+        "tensors have %d heads: the file contradicts itself",
+        heads->first, layout.heads));
+  }
+  if (const auto size = MetadataNumber(metadata, "prefill_chunk");
+      size.has_value()) {
+    const uint64_t C = size->second;
+    if (C == 0) {
+      return Invalid(
+          "__metadata__ says prefill_chunk = \"0\": a chunk holds at least "
+          "one position");
+    }
+    // The tensor's name without its end: "chunk.3.".
+    const std::string& last = chunks.back().tensor;
+    const std::string prefix = last.substr(0, last.rfind('.') + 1);
+    for (size_t k = 0; k < chunks.size(); ++k) {
+      // min((k + 1) C, L), without overflow.
+      const uint64_t want = C > L / (k + 1) ? L : std::min((k + 1) * C, L);
+      if (chunks[k].end > want) {
+        return Invalid(absl::StrFormat(
+            "__metadata__ says prefill_chunk = \"%s\", so the chunks end at "
+            "the multiples of %d below L = %d and at L, but the file has no "
+            "tensor %s%d: a chunk is missing (%s)",
+            size->first, C, L, prefix, want,
+            k == 0 ? absl::StrCat("the first is ", chunks[k].tensor)
+                   : absl::StrCat(chunks[k].tensor, " follows ",
+                                  chunks[k - 1].tensor)));
+      }
+      if (chunks[k].end < want) {
+        return Invalid(absl::StrFormat(
+            "__metadata__ says prefill_chunk = \"%s\", so the chunks end at "
+            "the multiples of %d below L = %d and at L, but tensor %s ends "
+            "at %d: the file contradicts itself",
+            size->first, C, L, chunks[k].tensor, chunks[k].end));
+      }
+    }
+  }
+  if (const auto rows = MetadataNumber(metadata, "window_rows");
+      rows.has_value()) {
+    for (const ChunkRows& chunk : chunks) {
+      const uint64_t admit = chunk.end - chunk.start;
+      const uint64_t want = std::min(rows->second, admit);
+      if (chunk.rows != want) {
+        return Invalid(absl::StrFormat(
+            "__metadata__ says window_rows = \"%s\" but tensor %s has %d "
+            "rows, not min(%s, the %d positions its chunk admits) = %d: the "
+            "file contradicts itself",
+            rows->first, chunk.tensor, chunk.rows, rows->first, admit, want));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// One layer's chunk.<n>.<e> tensors, ascending e.
+using ChunkTensors = std::vector<std::pair<uint32_t, const TensorEntry*>>;
+
+// The layout of one layer's chunk tensors: chunk.<n>.<e> float32
+// [heads, m, e], row r the row of query e - m + r over keys 0..e-1, the
+// chunk admitting the positions from the previous end to e - 1.
+absl::StatusOr<Layout> ChunksLayout(const ChunkTensors& tensors,
+                                    uint64_t data_start,
+                                    const Metadata& metadata) {
+  Layout layout;
+  layout.kind = Kind::kChunks;
+  uint64_t start = 0;
+  for (const auto& [e, tensor] : tensors) {
+    KVSPEC_RETURN_IF_ERROR(CheckF32Tensor(*tensor));
+    const std::vector<uint64_t>& shape = tensor->shape;
+    const std::string shape_text = ShapeText(shape);
+    if (shape.size() != 3) {
+      return Invalid(absl::StrFormat(
+          "tensor %s: shape %s is not [heads, m, e] (e = %d, the chunk's "
+          "end)",
+          tensor->name, shape_text, e));
+    }
+    if (shape[0] == 0) {
+      return Invalid(absl::StrFormat("tensor %s: shape %s has no heads",
+                                     tensor->name, shape_text));
+    }
+    if (shape[2] != e) {
+      return Invalid(absl::StrFormat(
+          "tensor %s: shape %s has rows of %d keys, but a chunk ending at "
+          "%d has rows over keys 0..%d (shape [heads, m, %d])",
+          tensor->name, shape_text, shape[2], e, e - 1, e));
+    }
+    if (shape[1] == 0) {
+      return Invalid(absl::StrFormat("tensor %s: shape %s has m = 0: no rows",
+                                     tensor->name, shape_text));
+    }
+    const uint64_t admit = e - start;
+    if (shape[1] > admit) {
+      return Invalid(absl::StrFormat(
+          "tensor %s: shape %s has m = %d rows, more than the %d position%s "
+          "its chunk admits (%d..%d, %s)",
+          tensor->name, shape_text, shape[1], admit, admit == 1 ? "" : "s",
+          start, e - 1,
+          layout.chunks.empty()
+              ? std::string("the first chunk")
+              : absl::StrCat("after ", layout.chunks.back().tensor)));
+    }
+    if (shape[0] > UINT32_MAX) {
+      return Invalid(absl::StrFormat("tensor %s: shape %s is too large",
+                                     tensor->name, shape_text));
+    }
+    if (!layout.chunks.empty() && shape[0] != layout.heads) {
+      return Invalid(absl::StrFormat(
+          "tensor %s has %d heads but %s has %d: every chunk holds the same "
+          "heads",
+          tensor->name, shape[0], layout.chunks.back().tensor, layout.heads));
+    }
+    layout.heads = static_cast<uint32_t>(shape[0]);
+    ChunkRows chunk;
+    chunk.tensor = tensor->name;
+    chunk.start = start;
+    chunk.end = e;
+    chunk.rows = shape[1];
+    chunk.data = data_start + tensor->begin;
+    layout.chunks.push_back(std::move(chunk));
+    start = e;
+  }
+  layout.length = static_cast<uint32_t>(start);
+  layout.rows = static_cast<uint32_t>(layout.chunks.back().rows);
+  layout.tensor = layout.chunks.back().tensor;
+  KVSPEC_RETURN_IF_ERROR(CheckChunksMetadata(metadata, layout));
+  return layout;
+}
+
+// "matrix", "window", "chunks": the --layout value.
+const char* LayoutName(TensorLayout layout) {
+  switch (layout) {
+    case TensorLayout::kMatrix: return "matrix";
+    case TensorLayout::kWindow: return "window";
+    case TensorLayout::kChunks: return "chunks";
+  }
+  return "?";
 }
 
 bool WindowFlagsGiven(const ImportOptions& options) {
@@ -982,9 +1221,12 @@ absl::StatusOr<Layout> ReadSafetensors(absl::string_view bytes,
   }
   KVSPEC_RETURN_IF_ERROR(CheckOffsets(tensors, data_bytes));
 
-  // Sort the tensors we know into layer.<n>, window.<n> and step.<t>;
-  // others (totals.<n>, ...) are not read.
+  // Sort the tensors we know into layer.<n>, window.<n>, chunk.<n>.<e> and
+  // step.<t>; others (totals.<n>, ...) are not read.
   std::vector<std::pair<uint32_t, const TensorEntry*>> layers, windows, steps;
+  // (n, e) and the tensor.
+  std::vector<std::pair<std::pair<uint32_t, uint32_t>, const TensorEntry*>>
+      chunks;
   for (const TensorEntry& tensor : tensors) {
     absl::StatusOr<std::optional<uint32_t>> layer =
         IndexedName(tensor.name, "layer.");
@@ -995,48 +1237,75 @@ absl::StatusOr<Layout> ReadSafetensors(absl::string_view bytes,
     absl::StatusOr<std::optional<uint32_t>> step =
         IndexedName(tensor.name, "step.");
     if (!step.ok()) return step.status();
+    absl::StatusOr<std::optional<std::pair<uint32_t, uint32_t>>> chunk =
+        ChunkName(tensor.name);
+    if (!chunk.ok()) return chunk.status();
     if (layer->has_value()) layers.emplace_back(**layer, &tensor);
     if (window->has_value()) windows.emplace_back(**window, &tensor);
     if (step->has_value()) steps.emplace_back(**step, &tensor);
+    if (chunk->has_value()) chunks.emplace_back(**chunk, &tensor);
   }
-  std::sort(layers.begin(), layers.end());
-  std::sort(windows.begin(), windows.end());
-  std::sort(steps.begin(), steps.end());
+  auto by_number = [](const auto& a, const auto& b) {
+    return a.first < b.first;
+  };
+  std::sort(layers.begin(), layers.end(), by_number);
+  std::sort(windows.begin(), windows.end(), by_number);
+  std::sort(steps.begin(), steps.end(), by_number);
+  std::sort(chunks.begin(), chunks.end(), by_number);
 
-  if ((!layers.empty() || !windows.empty()) && !steps.empty()) {
+  const bool layer_tensors =
+      !layers.empty() || !windows.empty() || !chunks.empty();
+  if (layer_tensors && !steps.empty()) {
     return Invalid(absl::StrFormat(
         "the file holds both %s and step.<t> tensors; it must hold one kind",
-        layers.empty() ? "window.<n>" : "layer.<n>"));
+        !layers.empty()    ? "layer.<n>"
+        : !windows.empty() ? "window.<n>"
+                           : "chunk.<n>.<e>"));
   }
-  if (layers.empty() && windows.empty() && steps.empty()) {
+  if (!layer_tensors && steps.empty()) {
     return Invalid(
         "the file holds no tensor layer.<n> (a [heads, L, L] matrix), no "
-        "tensor window.<n> (a [heads, R, L] window) and no tensor step.<t> "
-        "(per-step rows)");
+        "tensor window.<n> (a [heads, R, L] window), no tensor chunk.<n>.<e> "
+        "(a chunked prefill's rows) and no tensor step.<t> (per-step rows)");
   }
 
-  if (!layers.empty() || !windows.empty()) {
-    // Every layer tensor, by layer number, layer.<n> before window.<n>.
-    std::vector<std::pair<uint32_t, const TensorEntry*>> all = layers;
-    all.insert(all.end(), windows.begin(), windows.end());
-    std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
-      return a.first < b.first;
-    });
+  if (layer_tensors) {
+    // Every layer tensor's name, by layer number, layer.<n> before
+    // window.<n> before chunk.<n>.<e> (a layer's chunks as one entry).
+    std::vector<std::pair<uint32_t, std::string>> all;
+    for (const auto& [n, tensor] : layers) all.emplace_back(n, tensor->name);
+    for (const auto& [n, tensor] : windows) all.emplace_back(n, tensor->name);
+    for (size_t i = 0; i < chunks.size();) {
+      const uint32_t n = chunks[i].first.first;
+      size_t j = i;
+      while (j < chunks.size() && chunks[j].first.first == n) ++j;
+      all.emplace_back(
+          n, j - i == 1 ? chunks[i].second->name
+                        : absl::StrFormat("%s .. %s (%d chunks)",
+                                          chunks[i].second->name,
+                                          chunks[j - 1].second->name, j - i));
+      i = j;
+    }
+    std::stable_sort(all.begin(), all.end(), by_number);
     std::vector<std::string> names;
     std::vector<uint32_t> numbers;
-    for (const auto& [n, tensor] : all) {
-      names.push_back(tensor->name);
+    for (const auto& [n, name] : all) {
+      names.push_back(name);
       if (numbers.empty() || numbers.back() != n) numbers.push_back(n);
     }
     uint32_t n = 0;
     if (options.layer.has_value()) {
       n = *options.layer;
       if (std::find(numbers.begin(), numbers.end(), n) == numbers.end()) {
-        const std::string wanted =
-            windows.empty() ? absl::StrCat("layer.", n)
-            : layers.empty()
-                ? absl::StrCat("window.", n)
-                : absl::StrCat("layer.", n, " or window.", n);
+        std::vector<std::string> kinds;
+        if (!layers.empty()) kinds.push_back(absl::StrCat("layer.", n));
+        if (!windows.empty()) kinds.push_back(absl::StrCat("window.", n));
+        if (!chunks.empty()) kinds.push_back(absl::StrCat("chunk.", n, ".<e>"));
+        std::string wanted = kinds.back();
+        if (kinds.size() > 1) {
+          kinds.pop_back();
+          wanted = absl::StrCat(absl::StrJoin(kinds, ", "), " or ", wanted);
+        }
         return Invalid(absl::StrFormat(
             "--layer=%d: the file has no tensor %s (it holds %s)", n, wanted,
             absl::StrJoin(names, ", ")));
@@ -1050,20 +1319,97 @@ absl::StatusOr<Layout> ReadSafetensors(absl::string_view bytes,
     }
     const TensorEntry* layer = nullptr;
     const TensorEntry* window = nullptr;
+    ChunkTensors layer_chunks;
     for (const auto& [m, tensor] : layers) {
       if (m == n) layer = tensor;
     }
     for (const auto& [m, tensor] : windows) {
       if (m == n) window = tensor;
     }
-    if (window != nullptr && (layer == nullptr || WindowFlagsGiven(options))) {
+    for (const auto& [ne, tensor] : chunks) {
+      if (ne.first == n) layer_chunks.emplace_back(ne.second, tensor);
+    }
+
+    // Which of layer n's tensors.
+    TensorLayout read;
+    if (options.layout.has_value()) {
+      read = *options.layout;
+      const bool present =
+          read == TensorLayout::kMatrix   ? layer != nullptr
+          : read == TensorLayout::kWindow ? window != nullptr
+                                          : !layer_chunks.empty();
+      if (!present) {
+        const std::string wanted =
+            read == TensorLayout::kMatrix   ? absl::StrCat("tensor layer.", n)
+            : read == TensorLayout::kWindow ? absl::StrCat("tensor window.", n)
+                                            : absl::StrCat("tensor chunk.", n,
+                                                           ".<e>");
+        return Invalid(absl::StrFormat(
+            "--layout=%s: the file has no %s (it holds %s)", LayoutName(read),
+            wanted, absl::StrJoin(names, ", ")));
+      }
+    } else if (!layer_chunks.empty()) {
+      if (layer != nullptr || window != nullptr) {
+        std::vector<std::string> others, flags = {"--layout=chunks"};
+        if (layer != nullptr) {
+          others.push_back(layer->name);
+          flags.push_back("--layout=matrix");
+        }
+        if (window != nullptr) {
+          others.push_back(window->name);
+          flags.push_back("--layout=window");
+        }
+        const std::string last = flags.back();
+        flags.pop_back();
+        return Invalid(absl::StrFormat(
+            "layer %d has tensors chunk.%d.<e> and %s: choose which to read "
+            "with %s or %s",
+            n, n, absl::StrJoin(others, " and "), absl::StrJoin(flags, ", "),
+            last));
+      }
+      read = TensorLayout::kChunks;
+    } else if (window != nullptr &&
+               (layer == nullptr || WindowFlagsGiven(options))) {
+      read = TensorLayout::kWindow;
+    } else {
+      read = TensorLayout::kMatrix;
+    }
+
+    if (read == TensorLayout::kChunks) {
+      // Every layer's chunks end at the same L: the largest end of each
+      // layer (the last of its run, chunks being sorted by (n, e)).
+      const std::pair<uint32_t, uint32_t>* first_end = nullptr;
+      const TensorEntry* first_tensor = nullptr;
+      for (size_t i = 0; i < chunks.size(); ++i) {
+        if (i + 1 < chunks.size() &&
+            chunks[i + 1].first.first == chunks[i].first.first) {
+          continue;
+        }
+        if (first_end == nullptr) {
+          first_end = &chunks[i].first;
+          first_tensor = chunks[i].second;
+        } else if (chunks[i].first.second != first_end->second) {
+          return Invalid(absl::StrFormat(
+              "layer %d's chunks end at %d (%s) but layer %d's at %d (%s): "
+              "every layer's chunks end at the prompt's L",
+              first_end->first, first_end->second, first_tensor->name,
+              chunks[i].first.first, chunks[i].first.second,
+              chunks[i].second->name));
+        }
+      }
+      return ChunksLayout(layer_chunks, data_start, metadata);
+    }
+    if (read == TensorLayout::kWindow) {
       return WindowLayout(*window, data_start, metadata);
     }
     if (WindowFlagsGiven(options)) {
       return Invalid(absl::StrFormat(
-          "%s to a window.<n> tensor; tensor %s is a [heads, L, L] "
-          "matrix and the file has no window.%d",
-          WindowFlagsText(options), layer->name, n));
+          "%s to window.<n> and chunk.<n>.<e> tensors; tensor %s is a "
+          "[heads, L, L] matrix%s",
+          WindowFlagsText(options), layer->name,
+          options.layout.has_value()
+              ? " (--layout=matrix)"
+              : absl::StrFormat(" and the file has no window.%d", n)));
     }
     KVSPEC_RETURN_IF_ERROR(CheckF32Tensor(*layer));
     absl::Status shape = CheckMatrixShape(layer->shape);
@@ -1081,10 +1427,16 @@ absl::StatusOr<Layout> ReadSafetensors(absl::string_view bytes,
         "tensors",
         *options.layer));
   }
+  if (options.layout.has_value()) {
+    return Invalid(absl::StrFormat(
+        "--layout=%s applies to layer.<n>, window.<n> and chunk.<n>.<e> "
+        "tensors; the file holds per-step rows (step.<t>)",
+        LayoutName(*options.layout)));
+  }
   if (WindowFlagsGiven(options)) {
     return Invalid(absl::StrFormat(
-        "%s to a window.<n> tensor; the file holds per-step rows "
-        "(step.<t>)",
+        "%s to window.<n> and chunk.<n>.<e> tensors; the file holds per-step "
+        "rows (step.<t>)",
         WindowFlagsText(options)));
   }
   Layout layout;
@@ -1198,14 +1550,20 @@ struct Plan {
   std::vector<uint32_t> heads;
   std::string id;
   uint32_t kv_heads = 1;
-  // A window: the prefill step admits positions 0 .. prefill_admit - 1 and
-  // carries query rows for the queries prefill_admit - query_rows ..
-  // prefill_admit - 1. 0: no prefill step.
-  uint64_t prefill_admit = 0;
-  uint64_t query_rows = 0;
-  // One decode step per query position first_decode .. length - 1.
+  // A window or chunks: the prefill steps, in order; prefill[k] takes its
+  // query rows from layout.chunks[k]. A window's one step admits positions
+  // 0 .. P - 1. Empty for a matrix and step rows.
+  std::vector<PrefillShape> prefill;
+  // One decode step per query position first_decode .. length - 1 (a
+  // window's or chunks' from the last chunk's tensor).
   uint64_t first_decode = 0;
   uint64_t length = 0;
+
+  uint64_t query_rows() const {
+    uint64_t rows = 0;
+    for (const PrefillShape& step : prefill) rows += step.query_rows;
+    return rows;
+  }
 };
 
 // The heads to carry, checked against the file.
@@ -1255,6 +1613,46 @@ absl::StatusOr<std::vector<uint32_t>> SelectHeads(
   return heads;
 }
 
+// The chunks' prefill steps and decode steps, in the order
+// import_attention_lib.h gives: D < L, m >= 1, D < m_K.
+absl::StatusOr<Plan> PlanChunks(const Layout& layout,
+                                const ImportOptions& options, Plan plan) {
+  const uint64_t L = layout.length;
+  const uint64_t D = options.decode.value_or(0);
+  const ChunkRows& last = layout.chunks.back();
+  if (D >= L) {
+    return Invalid(absl::StrFormat(
+        "--decode=%d: the prompt has L = %d positions (the last chunk tensor "
+        "is %s); at most %d can be decode steps, the prefill steps admit at "
+        "least one",
+        D, L, last.tensor, L - 1));
+  }
+  if (options.window_rows.has_value() && *options.window_rows < 1) {
+    return Invalid(absl::StrFormat(
+        "--window_rows=%d: each prefill step needs at least 1 query row",
+        *options.window_rows));
+  }
+  if (D >= last.rows) {
+    return Invalid(absl::StrFormat(
+        "--decode=%d: the decode steps take the rows of the last chunk's last "
+        "queries, and its prefill step needs at least one: tensor %s holds "
+        "%d row%s (queries %d..%d); give --decode below %d",
+        D, last.tensor, last.rows, last.rows == 1 ? "" : "s",
+        last.first_query(), last.end - 1, last.rows));
+  }
+  const uint64_t m =
+      options.window_rows.has_value() ? *options.window_rows : UINT64_MAX;
+  for (size_t k = 0; k < layout.chunks.size(); ++k) {
+    const ChunkRows& chunk = layout.chunks[k];
+    const bool is_last = k + 1 == layout.chunks.size();
+    const uint64_t end = is_last ? chunk.end - D : chunk.end;
+    const uint64_t rows = is_last ? chunk.rows - D : chunk.rows;
+    plan.prefill.push_back({end - chunk.start, end, std::min(m, rows)});
+  }
+  plan.first_decode = L - D;
+  return plan;
+}
+
 absl::StatusOr<Plan> MakePlan(const Layout& layout,
                               const ImportOptions& options,
                               const std::string& default_id) {
@@ -1265,6 +1663,7 @@ absl::StatusOr<Plan> MakePlan(const Layout& layout,
   plan.id = options.id.empty() ? default_id : options.id;
   plan.kv_heads = options.kv_heads;
   plan.length = layout.length;
+  if (layout.kind == Kind::kChunks) return PlanChunks(layout, options, plan);
   if (layout.kind != Kind::kWindow) return plan;
 
   // The window's flags, in the order import_attention_lib.h gives.
@@ -1306,8 +1705,7 @@ absl::StatusOr<Plan> MakePlan(const Layout& layout,
         "window's R = %d (%s)",
         m, D, m + D, R, shape));
   }
-  plan.prefill_admit = P;
-  plan.query_rows = m;
+  plan.prefill.push_back({P, P, m});
   plan.first_decode = P;
   return plan;
 }
@@ -1379,23 +1777,23 @@ absl::uint128 SumRange(uint64_t lo, uint64_t hi) {
 }
 
 absl::uint128 WireBytes(uint64_t id_bytes, uint32_t query_heads,
-                        uint32_t kv_heads, uint64_t prefill_admit,
-                        uint64_t query_rows, uint64_t first_decode,
-                        uint64_t length) {
+                        uint32_t kv_heads,
+                        const std::vector<PrefillShape>& prefill,
+                        uint64_t first_decode, uint64_t length) {
   const uint64_t H = query_heads;
   absl::uint128 total = 0;
   if (id_bytes > 0) total += FieldBytes(id_bytes);
-  if (prefill_admit > 0) {
-    // The query rows of one head: queries q = P - m .. P - 1, q + 1
+  for (const PrefillShape& shape : prefill) {
+    // The query rows of one head: queries q = end - m .. end - 1, q + 1
     // weights each.
     const absl::uint128 rows = SumPiecewise(
-        prefill_admit - query_rows + 1, prefill_admit + 1,
+        shape.end - shape.query_rows + 1, shape.end + 1,
         [](uint64_t n) { return FieldBytes(RowBytes(n)); },
         [](uint64_t n) {
           return VarintBytes(4 * n) | VarintBytes(RowBytes(n)) << 8;
         });
     const absl::uint128 step =
-        1 + VarintBytes(prefill_admit) + absl::uint128(H) * rows;
+        1 + VarintBytes(shape.admit) + absl::uint128(H) * rows;
     const uint64_t saturated = Saturate(step);
     total += absl::uint128(1 + VarintBytes(saturated)) + step;
   }
@@ -1422,8 +1820,16 @@ absl::uint128 InputBytes(const Layout& layout, const Plan& plan) {
     case Kind::kStepRows:
       return absl::uint128(layout.heads) * SumRange(1, layout.length + 1) * 4;
     case Kind::kWindow:  // the used rows of the selected heads
-      return absl::uint128(plan.heads.size()) *
-             (plan.query_rows + plan.length - plan.first_decode) * L * 4;
+    case Kind::kChunks: {
+      absl::uint128 rows_by_keys = 0;
+      for (size_t k = 0; k < plan.prefill.size(); ++k) {
+        const bool is_last = k + 1 == plan.prefill.size();
+        const uint64_t rows = plan.prefill[k].query_rows +
+                              (is_last ? plan.length - plan.first_decode : 0);
+        rows_by_keys += absl::uint128(rows) * layout.chunks[k].end;
+      }
+      return absl::uint128(plan.heads.size()) * rows_by_keys * 4;
+    }
   }
   return 0;
 }
@@ -1433,16 +1839,16 @@ ImportSize MeasurePlan(const Layout& layout, const Plan& plan) {
   ImportSize size;
   size.scenario_bytes = Saturate(
       WireBytes(plan.id.size(), static_cast<uint32_t>(H), plan.kv_heads,
-                plan.prefill_admit, plan.query_rows, plan.first_decode,
-                plan.length));
+                plan.prefill, plan.first_decode, plan.length));
   const uint64_t decode_steps = plan.length - plan.first_decode;
-  size.steps = (plan.prefill_admit > 0 ? 1 : 0) + decode_steps;
-  size.rows = Saturate(absl::uint128(H) * (plan.query_rows + decode_steps));
-  const absl::uint128 weights =
-      absl::uint128(H) *
-      (SumRange(plan.prefill_admit - plan.query_rows + 1,
-                plan.prefill_admit + 1) +
-       SumRange(plan.first_decode, plan.length));
+  size.steps = plan.prefill.size() + decode_steps;
+  size.rows = Saturate(absl::uint128(H) *
+                       (absl::uint128(plan.query_rows()) + decode_steps));
+  absl::uint128 per_head = SumRange(plan.first_decode, plan.length);
+  for (const PrefillShape& step : plan.prefill) {
+    per_head += SumRange(step.end - step.query_rows + 1, step.end + 1);
+  }
+  const absl::uint128 weights = absl::uint128(H) * per_head;
   size.weights = Saturate(weights);
   size.message_bytes = Saturate(weights * 4 + absl::uint128(size.rows) * 128 +
                                 absl::uint128(size.steps) * 192 +
@@ -1481,17 +1887,31 @@ absl::Status CheckLimits(const Layout& layout, const Plan& plan,
   const uint64_t H = plan.heads.size();
   if (size.scenario_bytes > kMaxScenarioBytes) {
     std::string what, ways;
+    const uint64_t decode_steps = plan.length - plan.first_decode;
     if (layout.kind == Kind::kWindow) {
       what = absl::StrFormat(
           "%d head%s, a prefill step of %d query rows per head over a prompt "
           "of %d positions, %d decode step%s",
-          H, H == 1 ? "" : "s", plan.query_rows, plan.prefill_admit,
-          plan.length - plan.first_decode,
-          plan.length - plan.first_decode == 1 ? "" : "s");
+          H, H == 1 ? "" : "s", plan.query_rows(), plan.prefill[0].admit,
+          decode_steps, decode_steps == 1 ? "" : "s");
       ways = absl::StrFormat(
           "fewer heads (--heads), fewer window rows (--window_rows, now %d), "
           "fewer decode steps (--decode, now %d), or a shorter prompt",
-          plan.query_rows, plan.length - plan.first_decode);
+          plan.query_rows(), decode_steps);
+    } else if (layout.kind == Kind::kChunks) {
+      what = absl::StrFormat(
+          "%d head%s, %d prefill steps (one per chunk) carrying %d query rows "
+          "per head in all over a prompt of %d positions, %d decode step%s",
+          H, H == 1 ? "" : "s", plan.prefill.size(), plan.query_rows(),
+          plan.first_decode, decode_steps, decode_steps == 1 ? "" : "s");
+      ways = absl::StrFormat(
+          "fewer heads (--heads), fewer query rows per chunk "
+          "(--window_rows%s), fewer decode steps (--decode, now %d), fewer and larger chunks "
+          "(capture_attention.py --prefill_chunk), or a shorter prompt",
+          options.window_rows.has_value()
+              ? absl::StrCat(", now ", *options.window_rows)
+              : std::string(),
+          decode_steps);
     } else {
       what = absl::StrFormat("%d head%s, L = %d: %d weights per head", H,
                              H == 1 ? "" : "s", plan.length,
@@ -1525,45 +1945,51 @@ absl::Status CheckLimits(const Layout& layout, const Plan& plan,
         BytesText(*available),
         options.memory_available.has_value() ? "the memory limit given"
                                              : "MemAvailable, /proc/meminfo",
-        layout.kind == Kind::kWindow
+        layout.kind == Kind::kWindow || layout.kind == Kind::kChunks
             ? ", fewer window rows (--window_rows) or decode steps (--decode)"
             : ""));
   }
   return absl::OkStatus();
 }
 
-// Checks every weight a window scenario carries and the zeros above the
-// diagonal of every row it uses, for the selected heads (file order), rows
-// in query order, columns in order.
-absl::Status CheckWindowWeights(absl::string_view bytes, const Layout& layout,
-                                const Plan& plan,
-                                const std::vector<bool>& selected) {
-  const uint32_t L = layout.length;
-  const uint32_t first =
-      static_cast<uint32_t>(plan.prefill_admit - plan.query_rows);
-  for (uint32_t h = 0; h < layout.heads; ++h) {
-    if (!selected[h]) continue;
-    for (uint32_t q = first; q < L; ++q) {
-      const char* row = bytes.data() + layout.row(h, q);
-      // A prefill row carries 0..q, a decode row 0..q-1.
-      const uint64_t carried = q < plan.prefill_admit ? uint64_t{q} + 1 : q;
-      for (uint64_t k = 0; k < carried; ++k) {
-        const uint32_t bits = BitsAt(row + 4 * k);
-        if (bits < kFirstRefusedBits) continue;
-        if (std::optional<std::string> problem =
-                WeightProblem(FloatOfBits(bits))) {
-          return Invalid(absl::StrCat(WeightName(layout, h, q, k), ": ",
-                                      *problem));
+// Checks every weight a window or chunks scenario carries and the zeros
+// above the diagonal of every row it uses: tensor by tensor (ascending
+// ends), for the selected heads (file order), rows in query order, columns
+// in order.
+absl::Status CheckChunkWeights(absl::string_view bytes, const Layout& layout,
+                               const Plan& plan,
+                               const std::vector<bool>& selected) {
+  for (size_t c = 0; c < layout.chunks.size(); ++c) {
+    const ChunkRows& chunk = layout.chunks[c];
+    const PrefillShape& step = plan.prefill[c];
+    // The prefill rows, then (the last chunk) the decode rows: to the end
+    // of the tensor.
+    const uint64_t first = step.end - step.query_rows;
+    const uint64_t stop = c + 1 == layout.chunks.size() ? chunk.end : step.end;
+    for (uint32_t h = 0; h < layout.heads; ++h) {
+      if (!selected[h]) continue;
+      for (uint64_t q = first; q < stop; ++q) {
+        const char* row = bytes.data() + chunk.row(h, q);
+        // A prefill row carries 0..q, a decode row 0..q-1.
+        const uint64_t carried = q < step.end ? q + 1 : q;
+        for (uint64_t k = 0; k < carried; ++k) {
+          const uint32_t bits = BitsAt(row + 4 * k);
+          if (bits < kFirstRefusedBits) continue;
+          if (std::optional<std::string> problem =
+                  WeightProblem(FloatOfBits(bits))) {
+            return Invalid(absl::StrCat(
+                ChunkWeightName(layout, chunk, h, q, k), ": ", *problem));
+          }
         }
-      }
-      for (uint64_t k = uint64_t{q} + 1; k < L; ++k) {
-        const uint32_t bits = BitsAt(row + 4 * k);
-        if (bits != 0) {
-          return Invalid(absl::StrFormat(
-              "%s: weight %s (bits 0x%08x) above the diagonal, where a causal "
-              "row has exactly +0.0: the file is not causal",
-              WeightName(layout, h, q, k), ShortestDecimal(FloatOfBits(bits)),
-              bits));
+        for (uint64_t k = q + 1; k < chunk.end; ++k) {
+          const uint32_t bits = BitsAt(row + 4 * k);
+          if (bits != 0) {
+            return Invalid(absl::StrFormat(
+                "%s: weight %s (bits 0x%08x) above the diagonal, where a "
+                "causal row has exactly +0.0: the file is not causal",
+                ChunkWeightName(layout, chunk, h, q, k),
+                ShortestDecimal(FloatOfBits(bits)), bits));
+          }
         }
       }
     }
@@ -1593,20 +2019,20 @@ v1::Scenario BuildScenario(absl::string_view bytes, const Layout& layout,
   scenario.set_query_heads(static_cast<uint32_t>(plan.heads.size()));
   scenario.set_kv_heads(plan.kv_heads);
   const uint64_t steps =
-      (plan.prefill_admit > 0 ? 1 : 0) + plan.length - plan.first_decode;
+      plan.prefill.size() + plan.length - plan.first_decode;
   scenario.mutable_steps()->Reserve(static_cast<int>(steps));
-  if (plan.prefill_admit > 0) {
+  for (size_t c = 0; c < plan.prefill.size(); ++c) {
     // spec/prefill.md#query-rows: head 0's rows first, each head's in
     // ascending query position; q + 1 weights, the diagonal last.
+    const PrefillShape& shape = plan.prefill[c];
+    const ChunkRows& chunk = layout.chunks[c];
     v1::Step* step = scenario.add_steps();
-    step->set_admit(static_cast<uint32_t>(plan.prefill_admit));
+    step->set_admit(static_cast<uint32_t>(shape.admit));
     step->mutable_queries()->Reserve(
-        static_cast<int>(plan.heads.size() * plan.query_rows));
+        static_cast<int>(plan.heads.size() * shape.query_rows));
     for (uint32_t h : plan.heads) {
-      for (uint64_t q = plan.prefill_admit - plan.query_rows;
-           q < plan.prefill_admit; ++q) {
-        CopyRow(bytes, layout.row(h, static_cast<uint32_t>(q)), q + 1,
-                step->add_queries());
+      for (uint64_t q = shape.end - shape.query_rows; q < shape.end; ++q) {
+        CopyRow(bytes, chunk.row(h, q), q + 1, step->add_queries());
       }
     }
   }
@@ -1622,7 +2048,10 @@ v1::Scenario BuildScenario(absl::string_view bytes, const Layout& layout,
       v1::AttentionRow* row = plan.heads.size() == 1
                                   ? step->mutable_attention()
                                   : step->add_heads();
-      CopyRow(bytes, layout.row(h, static_cast<uint32_t>(q)), q, row);
+      CopyRow(bytes,
+              layout.chunks.empty() ? layout.row(h, static_cast<uint32_t>(q))
+                                    : layout.chunks.back().row(h, q),
+              q, row);
     }
   }
   return scenario;
@@ -1728,10 +2157,16 @@ absl::StatusOr<Prepared> Prepare(const std::string& path,
     return Invalid(
         "--layer applies to .safetensors files; a .npy file holds one layer");
   }
+  if (npy && options.layout.has_value()) {
+    return Invalid(absl::StrFormat(
+        "--layout=%s applies to .safetensors files; a .npy file holds a "
+        "[heads, L, L] matrix",
+        LayoutName(*options.layout)));
+  }
   if (npy && WindowFlagsGiven(options)) {
     return Invalid(absl::StrFormat(
-        "%s to a window.<n> tensor of a .safetensors file; a .npy file "
-        "holds a [heads, L, L] matrix",
+        "%s to window.<n> and chunk.<n>.<e> tensors of a .safetensors file; "
+        "a .npy file holds a [heads, L, L] matrix",
         WindowFlagsText(options)));
   }
   Prepared prepared;
@@ -1761,8 +2196,8 @@ absl::StatusOr<v1::Scenario> ImportWithoutName(const std::string& path,
   const absl::string_view bytes = prepared->file.bytes();
   std::vector<bool> selected(layout.heads, false);
   for (uint32_t h : plan.heads) selected[h] = true;
-  if (layout.kind == Kind::kWindow) {
-    KVSPEC_RETURN_IF_ERROR(CheckWindowWeights(bytes, layout, plan, selected));
+  if (layout.kind == Kind::kWindow || layout.kind == Kind::kChunks) {
+    KVSPEC_RETURN_IF_ERROR(CheckChunkWeights(bytes, layout, plan, selected));
   } else {
     KVSPEC_RETURN_IF_ERROR(CheckWeights(bytes, layout, selected));
   }
@@ -1811,8 +2246,20 @@ uint64_t ScenarioWireBytes(uint64_t id_bytes, uint32_t query_heads,
                            uint32_t kv_heads, uint64_t prefill_admit,
                            uint64_t query_rows, uint64_t first_decode,
                            uint64_t length) {
-  return Saturate(WireBytes(id_bytes, query_heads, kv_heads, prefill_admit,
-                            query_rows, first_decode, length));
+  std::vector<PrefillShape> prefill;
+  if (prefill_admit > 0) {
+    prefill.push_back({prefill_admit, prefill_admit, query_rows});
+  }
+  return Saturate(WireBytes(id_bytes, query_heads, kv_heads, prefill,
+                            first_decode, length));
+}
+
+uint64_t ScenarioWireBytes(uint64_t id_bytes, uint32_t query_heads,
+                           uint32_t kv_heads,
+                           const std::vector<PrefillShape>& prefill,
+                           uint64_t first_decode, uint64_t length) {
+  return Saturate(WireBytes(id_bytes, query_heads, kv_heads, prefill,
+                            first_decode, length));
 }
 
 absl::StatusOr<std::vector<uint32_t>> ParseHeadList(absl::string_view text) {

@@ -4,7 +4,7 @@
 // The input is one layer's causal attention A[h, q, k]: the weight query
 // position q pays to key position k, for each query head h (softmax rows of
 // an eager attention, so A[h, q, k] is 0 for every k > q). It comes in one of
-// three layouts:
+// four layouts:
 //
 //   matrix     one float32 array [heads, L, L]: a .npy file, or a tensor
 //              `layer.<n>` of a .safetensors file;
@@ -14,6 +14,14 @@
 //              with 1 <= R <= L: row r is the row of query position
 //              q = L - R + r over keys 0..L-1 (the prompt's last R queries,
 //              an observation window; entries k > q are +0.0).
+//   chunks     .safetensors tensors `chunk.<n>.<e>`, one per chunk of a
+//              chunked prefill, e its end (the chunk admits positions
+//              e' .. e-1, e' the next smaller end of layer n, 0 for the
+//              first): float32 [heads, m_e, e] with 1 <= m_e <= e - e':
+//              row r is the row of query q = e - m_e + r over keys 0..e-1
+//              (the chunk's last m_e queries; entries k > q are +0.0).
+//              L is the largest e. capture_attention.py --prefill_chunk
+//              writes them.
 //
 // Matrix and step rows: the scenario has one step per query position q.
 // Step q admits position q and carries, for each selected head h, the
@@ -40,6 +48,25 @@
 // as leaving no row for the prefill step). The window's rows 0 .. R-m-D-1
 // (queries before P - m) are not used and not checked.
 //
+// Chunks: a chunked prefill (spec/prefill.md: a prefill step may come on a
+// cache that is not empty). With chunk ends e_1 < ... < e_K = L (e_0 = 0),
+// m_k the rows of chunk k's tensor, D = decode (default 0) and m =
+// window_rows (default: every row):
+//   step k-1, for k = 1 .. K-1, admits e_k - e_{k-1} positions and carries
+//     query rows for the chunk's last min(m, m_k) queries, q + 1 weights
+//     each as in the window layout (head by head, queries ascending);
+//   step K-1, the last chunk's, admits e_K - e_{K-1} - D positions and
+//     carries the last min(m, m_K - D) of its rows before the decoded
+//     positions (queries up to L - D - 1);
+//   steps K .. K+D-1: one decode step per query position q = L-D .. L-1,
+//     its row from the last chunk's tensor without the diagonal, as the
+//     window layout's decode steps.
+// Required: m >= 1 and D < m_K (the decode steps take the last chunk's
+// last D rows and its prefill step keeps at least one), checked in that
+// order after D < L. m is capped, never refused, by each chunk's rows
+// (spec/prefill.md: m <= admit). Rows a step does not carry are not used
+// and not checked.
+//
 // Weights are copied bit for bit: no renormalization, no conversion
 // (spec/harness.md#what-a-policy-sees).
 //
@@ -56,20 +83,35 @@
 //     must be exactly +0.0 (bits 0x00000000; -0.0 or anything else is
 //     refused: the file is not causal). A decode row's diagonal is not
 //     carried and not checked; the unselected heads are not read.
+//   chunks: the same, tensor by tensor in ascending e, each row over its
+//     tensor's e keys (exactly +0.0 from q + 1 to e - 1).
 // Heads are checked in file order, rows in query order, columns in order:
 // the first fault is reported.
 //
-// Which tensor. A .safetensors file may hold layer.<n>, window.<n> and other
-// tensors (e.g. totals.<n>, which is not read), or step.<t> tensors, never
-// step.<t> together with layer.<n> or window.<n>. The layer number n is
-// `layer`, or, when the file's layer.<n> and window.<n> tensors all have the
-// same n, that n. For n: window.<n> when there is no layer.<n>; when both
-// exist, window.<n> if window_rows or decode is given, layer.<n> otherwise.
-// window_rows and decode are refused for the matrix and step-rows layouts.
-// For the window layout only, __metadata__ is cross-checked when it holds a
-// decimal "tokens" (must be L), "window_rows" (must be R) or
-// "num_attention_heads" (must be the tensor's heads): a contradiction is
-// refused; a value that is not a decimal number is ignored.
+// Which tensor. A .safetensors file may hold layer.<n>, window.<n>,
+// chunk.<n>.<e> and other tensors (e.g. totals.<n>, which is not read), or
+// step.<t> tensors, never step.<t> together with the others. The layer
+// number n is `layer`, or, when the file's layer.<n>, window.<n> and
+// chunk.<n>.<e> tensors all have the same n, that n. For n, `layout` says
+// which to read (refused when the file has no such tensor for n); without
+// it: the chunk.<n>.<e> tensors when they are n's only kind (chunk.<n>.<e>
+// beside layer.<n> or window.<n> is refused: give `layout`); else
+// window.<n> when there is no layer.<n>; when both exist, window.<n> if
+// window_rows or decode is given, layer.<n> otherwise. window_rows and
+// decode are refused for the matrix and step-rows layouts, `layout` for a
+// .npy file and for step rows.
+// For the window and chunks layouts, __metadata__ is cross-checked when it
+// holds a decimal "tokens" (must be L), "num_attention_heads" (must be the
+// tensors' heads), "window_rows" (R: a window's rows; each chunk's rows
+// must be min(R, the positions its chunk admits)) or, for chunks,
+// "prefill_chunk" (C: the ends must be C, 2C, ... and L, none missing,
+// none more): a contradiction is refused; a value that is not a decimal
+// number is ignored. Chunks are also refused when a tensor's width is not
+// its e, when it has more rows than its chunk admits, when their heads
+// differ, and when the chunk tensors of the file's layers do not all end
+// at the same L. (Ends are distinct and ascending by construction: a
+// repeated name is a repeated JSON key, and a name that is not canonical,
+// chunk.1.08 or chunk.1.0, is refused.)
 //
 // Size and memory. Before anything is allocated for the scenario or a
 // weight is read, the import computes the exact size of the serialized
@@ -116,11 +158,22 @@ namespace kvspec {
 // and CodedInputStream's default total bytes limit is INT_MAX.
 inline constexpr uint64_t kMaxScenarioBytes = INT_MAX;
 
+// Which of a layer's tensors to read (ImportOptions::layout).
+enum class TensorLayout {
+  kMatrix,  // layer.<n>
+  kWindow,  // window.<n>
+  kChunks,  // chunk.<n>.<e>
+};
+
 struct ImportOptions {
-  // Which layer's tensor (`layer.<n>` or `window.<n>`) of a .safetensors
-  // file to read. nullopt: the file's only layer number (refused when it has
-  // several). Refused for a .npy file and for a file of step rows.
+  // Which layer's tensors (`layer.<n>`, `window.<n>` or `chunk.<n>.<e>`) of
+  // a .safetensors file to read. nullopt: the file's only layer number
+  // (refused when it has several). Refused for a .npy file and for a file of
+  // step rows.
   std::optional<uint32_t> layer;
+  // Which kind of layer n's tensors to read. nullopt: chosen as "Which
+  // tensor" above says.
+  std::optional<TensorLayout> layout;
   // The query heads to keep, in the order given (the scenario's head i is
   // the file's head heads[i]). nullopt: every head, in file order. Each must
   // be below the file's head count and appear once; an empty list is
@@ -131,11 +184,12 @@ struct ImportOptions {
   uint32_t kv_heads = 1;
   // The scenario's id. Empty: the input file's base name.
   std::string id;
-  // Window layout only: m, the query rows the prefill step carries.
-  // nullopt: R - decode.
+  // Window and chunks layouts only: m, the query rows the prefill step
+  // carries (chunks: each prefill step, capped by its chunk's rows).
+  // nullopt: R - decode (chunks: every row).
   std::optional<uint32_t> window_rows;
-  // Window layout only: D, the prompt's last positions that become decode
-  // steps after the prefill step. nullopt: 0.
+  // Window and chunks layouts only: D, the prompt's last positions that
+  // become decode steps after the prefill step(s). nullopt: 0.
   std::optional<uint32_t> decode;
   // The memory the import may use, in bytes. nullopt: MemAvailable from
   // /proc/meminfo when readable, else no limit.
@@ -179,6 +233,23 @@ uint64_t ScenarioWireBytes(uint64_t id_bytes, uint32_t query_heads,
                            uint32_t kv_heads, uint64_t prefill_admit,
                            uint64_t query_rows, uint64_t first_decode,
                            uint64_t length);
+
+// One prefill step's shape: it admits `admit` positions, the last end - 1,
+// and carries query rows for the queries end - query_rows .. end - 1.
+struct PrefillShape {
+  uint64_t admit = 0;
+  uint64_t end = 0;
+  uint64_t query_rows = 0;
+};
+
+// The same for any number of prefill steps in order (a chunked prefill),
+// then one decode step for each query position first_decode .. length - 1.
+// The form above is this with {{prefill_admit, prefill_admit, query_rows}}
+// ({} when prefill_admit is 0).
+uint64_t ScenarioWireBytes(uint64_t id_bytes, uint32_t query_heads,
+                           uint32_t kv_heads,
+                           const std::vector<PrefillShape>& prefill,
+                           uint64_t first_decode, uint64_t length);
 
 // "0,2,5" -> {0, 2, 5}; "" -> {}. Refuses only what is not a list of
 // numbers: an empty list, a repeated head and a head out of range are

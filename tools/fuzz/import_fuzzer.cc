@@ -4,7 +4,8 @@
 //
 // An input is 5 control bytes, then the file:
 //   byte 0   bit 0: the file's name ends in .safetensors (1) or .npy (0)
-//   byte 1   bit 7: --layer given, = bits 0-1
+//   byte 1   bit 7: --layer given, = bits 0-1; bits 4-5: --layout
+//            (0: not given, 1 matrix, 2 window, 3 chunks)
 //   byte 2   bit 7: --heads given, the heads of bits 0-3 (head i when bit i
 //            is set), in descending order when bit 6 is set;
 //            bits 4-5: --kv_heads 1, 2, 4 or 0
@@ -12,7 +13,8 @@
 //   byte 4   bit 7: --decode given, = bits 0-6
 // (missing control bytes are 0). The file is written to /dev/shm and
 // imported three times: with no option, with every option the control
-// bytes give (and an id), and with those but no window flags. Every import
+// bytes give (and an id), and with those but no window flags (--layout
+// kept). Every import
 // has ImportOptions::memory_available = 256 MiB, so a header that claims a
 // huge tensor is refused by the memory check before anything is allocated.
 //
@@ -57,11 +59,14 @@ const std::string& Directory() {
 [[noreturn]] void Fail(const std::string& path,
                        const kvspec::ImportOptions& options,
                        const std::string& what) {
+  const char* const layouts[] = {"matrix", "window", "chunks"};
   std::fprintf(stderr,
-               "%s: %s (layer %s, %s heads, kv_heads %u, window_rows %s, "
-               "decode %s)\n",
+               "%s: %s (layer %s, layout %s, %s heads, kv_heads %u, "
+               "window_rows %s, decode %s)\n",
                path.c_str(), what.c_str(),
                options.layer ? std::to_string(*options.layer).c_str() : "-",
+               options.layout ? layouts[static_cast<int>(*options.layout)]
+                              : "-",
                options.heads ? std::to_string(options.heads->size()).c_str()
                              : "all",
                options.kv_heads,
@@ -130,6 +135,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   kvspec::ImportOptions options = defaults;
   if (control[1] & 0x80) options.layer = control[1] & 3;
+  const kvspec::TensorLayout layouts[] = {kvspec::TensorLayout::kMatrix,
+                                          kvspec::TensorLayout::kWindow,
+                                          kvspec::TensorLayout::kChunks};
+  if (const int layout = (control[1] >> 4) & 3; layout != 0) {
+    options.layout = layouts[layout - 1];
+  }
   if (control[2] & 0x80) {
     std::vector<uint32_t> heads;
     for (uint32_t h = 0; h < 4; ++h) {
