@@ -2077,6 +2077,21 @@ void AddSearchCases(SuiteBuilder& b) {
     b.Add(WithHeads(Traced("search-trace-heads-zero-hash", trace), 2, 2));
     b.Add(Traced("search-trace-zero-hash", trace));
   }
+  {
+    // A several-heads trace without sinks: no step has a sink part.
+    TraceConfig trace = CanonicalTrace(6);
+    trace.sinks = 0;
+    b.Add(WithHeads(Traced("search-trace-heads-no-sinks", trace), 3, 1));
+  }
+  b.Case("search/trace-heads/no-sinks", {"search.found"},
+         "found by tools/search (seed 1; the whole-port run's slice 1): a "
+         "trace of three query heads with sinks 0, so no step has a sink "
+         "part (the Python port's HeadsTrace.weights_matrix adding the sink "
+         "part when there are no sinks, `s >= 0` for `s > 0`, read a share "
+         "that was never set and crashed; every several-heads trace of the "
+         "vectors had sinks)",
+         P("h2o", {{"budget", 2}, {"recent_window", 0}}),
+         "search-trace-heads-no-sinks");
   b.Case("search/trace/zero-hash", {},
          "the same seed with one head (TraceGenerator's own salience, not "
          "HeadsTrace's): salience(0) is 2^-53; with the hash's +1 changed, "
