@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "cc/errors.h"
 #include "cc/heads.h"
+#include "cc/text.h"
 
 namespace kvspec {
 namespace {
@@ -78,6 +79,55 @@ absl::Status CheckQueryWeights(const ScenarioStep& step, int64_t index,
   return absl::OkStatus();
 }
 
+// spec/prefill.md#their-checks, step check 3's last part: the column
+// totals' shape, after the query rows' shape (which passed).
+absl::Status CheckTotalsShape(const ScenarioStep& step, int64_t index,
+                              uint64_t next_position, uint32_t query_heads) {
+  if (step.totals.empty() && step.total_rows == 0) return absl::OkStatus();
+  if (step.queries.empty() || step.totals.size() != query_heads ||
+      step.total_rows == 0 || step.total_rows > step.admit) {
+    return Refuse(ErrorCategory::kAttentionLength,
+                  absl::StrFormat("step %d: column totals need query rows "
+                                  "beside them, one list per query head (%d) "
+                                  "and total_rows 1..admit (%d); got %d "
+                                  "lists, total_rows %d%s",
+                                  index, query_heads, step.admit,
+                                  step.totals.size(), step.total_rows,
+                                  step.queries.empty() ? ", no query rows"
+                                                       : ""));
+  }
+  const uint64_t positions = next_position + step.admit;
+  for (size_t head = 0; head < step.totals.size(); ++head) {
+    if (step.totals[head].size() != positions) {
+      return Refuse(ErrorCategory::kAttentionLength,
+                    absl::StrFormat("step %d: the column totals of head %d "
+                                    "hold %d values; they need one per "
+                                    "position 0..%d: %d",
+                                    index, head, step.totals[head].size(),
+                                    positions - 1, positions));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// spec/prefill.md#their-checks, step check 4's last part: every total is
+// finite with its sign bit clear, head 0 first, position 0 up.
+absl::Status CheckTotalsValues(const ScenarioStep& step, int64_t index) {
+  for (size_t head = 0; head < step.totals.size(); ++head) {
+    const std::vector<double>& totals = step.totals[head];
+    for (size_t position = 0; position < totals.size(); ++position) {
+      if (TotalValid(totals[position])) continue;
+      return Refuse(ErrorCategory::kAttentionValue,
+                    absl::StrFormat("step %d: the column total of head %d for "
+                                    "position %d is %s; totals must be finite "
+                                    "and >= +0.0",
+                                    index, head, position,
+                                    FloatText(totals[position])));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // spec/harness.md#refusals, the checks of one step in the order the spec
 // lists them; with several heads, spec/heads.md#rows-per-head.
 absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
@@ -121,7 +171,11 @@ absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
   if (!has_rows) {
     KVSPEC_RETURN_IF_ERROR(
         CheckQueryShape(step, index, next_position, query_heads));
-    return CheckQueryWeights(step, index, next_position, query_heads);
+    KVSPEC_RETURN_IF_ERROR(
+        CheckTotalsShape(step, index, next_position, query_heads));
+    KVSPEC_RETURN_IF_ERROR(
+        CheckQueryWeights(step, index, next_position, query_heads));
+    return CheckTotalsValues(step, index);
   }
   // Every row's length, head 0 first, before any weight.
   for (uint32_t head = 0; head < query_heads; ++head) {
@@ -140,6 +194,8 @@ absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
     }
   }
   KVSPEC_RETURN_IF_ERROR(CheckQueryShape(step, index, next_position, query_heads));
+  KVSPEC_RETURN_IF_ERROR(
+      CheckTotalsShape(step, index, next_position, query_heads));
   for (uint32_t head = 0; head < query_heads; ++head) {
     absl::Status status =
         CheckWeights(absl::MakeConstSpan(RowOf(step, head)), index,
@@ -150,7 +206,9 @@ absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
                     absl::StrFormat("head %d: %s", head, status.message()));
     }
   }
-  return CheckQueryWeights(step, index, next_position, query_heads);
+  KVSPEC_RETURN_IF_ERROR(
+      CheckQueryWeights(step, index, next_position, query_heads));
+  return CheckTotalsValues(step, index);
 }
 
 // RunOptions::on_ranking's view of one set's own ranking.
@@ -426,6 +484,7 @@ RunResult RunSets(absl::Span<Policy* const> sets,
   uint64_t next_position = 0;
   std::vector<std::vector<float>> gathered(sets.size());
   std::vector<std::vector<float>> gathered_queries(sets.size());
+  std::vector<std::vector<double>> gathered_totals(sets.size());
   std::vector<StepInput> inputs(sets.size());
   for (size_t index = 0; index < scenario.steps.size(); ++index) {
     const ScenarioStep& step = scenario.steps[index];
@@ -465,6 +524,23 @@ RunResult RunSets(absl::Span<Policy* const> sets,
       if (query_rows > 0) {
         inputs[s].queries = absl::MakeConstSpan(gathered_queries[s]);
         inputs[s].query_rows = static_cast<uint32_t>(query_rows);
+      }
+      if (!step.totals.empty()) {
+        // spec/prefill.md#column-totals: each covered head's totals at the
+        // set's kept positions after admission, as the rows are gathered.
+        gathered_totals[s].clear();
+        for (uint32_t head : covers[s]) {
+          const std::vector<double>& totals = step.totals[head];
+          for (Position position : sets[s]->kept()) {
+            gathered_totals[s].push_back(totals[position]);
+          }
+          for (uint64_t position = next_position; position < totals.size();
+               ++position) {
+            gathered_totals[s].push_back(totals[position]);
+          }
+        }
+        inputs[s].totals = absl::MakeConstSpan(gathered_totals[s]);
+        inputs[s].total_rows = step.total_rows;
       }
       if (!has_rows) continue;
       gathered[s].clear();

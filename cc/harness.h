@@ -48,6 +48,12 @@ struct ScenarioStep {
   // first, each head's in ascending query position; the row of query q has
   // q + 1 weights. Non-empty makes the step a prefill step.
   std::vector<std::vector<float>> queries;
+  // Column totals (spec/prefill.md#column-totals), only beside query rows:
+  // query_heads lists, head 0 first, each with one binary64 per position
+  // 0 .. the step's last, summed over the step's last `total_rows` queries.
+  // Empty (and total_rows 0): no totals.
+  std::vector<std::vector<double>> totals;
+  uint32_t total_rows = 0;
 };
 
 // Either explicit steps or a generated trace (spec/trace.md), not both.

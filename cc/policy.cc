@@ -26,6 +26,13 @@ bool AllWeightsValid(absl::Span<const float> weights) {
   return invalid == 0;
 }
 
+bool TotalValid(double total) {
+  // As for weights: below +infinity's bit pattern as an unsigned integer.
+  uint64_t bits;
+  std::memcpy(&bits, &total, sizeof(bits));
+  return bits < 0x7ff0000000000000u;
+}
+
 absl::Status WeightError(float weight, int64_t step, size_t index,
                          Position position) {
   const char* problem = nullptr;
@@ -105,6 +112,33 @@ absl::Status Policy::Validate(const StepInput& input) const {
     KVSPEC_RETURN_IF_ERROR(CheckWeights(*input.queries, steps_done_,
                                         [](size_t i) { return Position(i); }));
   }
+  if (input.totals.has_value() || input.total_rows != 0) {
+    // spec/prefill.md#their-checks, for a direct call: beside query rows,
+    // 1 <= total_rows <= count, one total per kept slot and head after
+    // admission; then each total.
+    const size_t kept_after = kept_.size() + input.count;
+    if (!input.queries.has_value() || !input.totals.has_value() ||
+        input.total_rows == 0 || input.total_rows > input.count ||
+        input.totals->size() != heads_ * kept_after) {
+      return Refuse(ErrorCategory::kAttentionLength,
+                    absl::StrFormat("step %d: column totals need query rows "
+                                    "beside them, total_rows 1..%d and %d "
+                                    "values; got total_rows %d, %d values",
+                                    steps_done_, input.count,
+                                    heads_ * kept_after, input.total_rows,
+                                    input.totals.has_value()
+                                        ? input.totals->size()
+                                        : 0));
+    }
+    for (size_t i = 0; i < input.totals->size(); ++i) {
+      if (TotalValid((*input.totals)[i])) continue;
+      return Refuse(ErrorCategory::kAttentionValue,
+                    absl::StrFormat("step %d: column total %d is %s; totals "
+                                    "must be finite and >= +0.0",
+                                    steps_done_, i,
+                                    FloatText((*input.totals)[i])));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -129,7 +163,12 @@ void Policy::AdmitPositions(const StepInput& input, size_t kept_after) {
   // spec/prefill.md#the-prefill-step: the query rows, after admission.
   prefill_step_ = input.queries.has_value();
   if (prefill_step_) {
-    RecordQueries(QueryRows{*input.queries, input.query_rows, kept_after});
+    QueryRows rows{*input.queries, input.query_rows, kept_after};
+    if (input.totals.has_value()) {
+      rows.totals = *input.totals;
+      rows.total_rows = input.total_rows;
+    }
+    RecordQueries(rows);
   }
 }
 

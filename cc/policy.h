@@ -66,6 +66,13 @@ struct StepInput {
   // with query rows has no `attention`.
   std::optional<absl::Span<const float>> queries;
   uint32_t query_rows = 0;
+  // Column totals (spec/prefill.md#column-totals), only beside query rows;
+  // nullopt otherwise, and then `total_rows` is 0. Gathered as the query
+  // rows: heads() x (kept after admission) binary64 values, head-major, in
+  // kept order; summed over the step's last `total_rows` queries
+  // (1 <= total_rows <= count).
+  std::optional<absl::Span<const double>> totals;
+  uint32_t total_rows = 0;
 };
 
 // A prefill step's gathered query rows, as a policy reads them
@@ -74,11 +81,26 @@ struct QueryRows {
   absl::Span<const float> weights;  // every head's rows, head-major
   size_t rows = 0;                  // m, per head
   size_t kept = 0;                  // kept positions after admission
+  // Column totals (spec/prefill.md#column-totals): empty when the step has
+  // none; else `kept` values per head, head-major, over the step's last
+  // `total_rows` queries.
+  absl::Span<const double> totals;
+  size_t total_rows = 0;
 
   // Weights in row j: the kept positions up to its query.
   size_t Length(size_t j) const { return kept - rows + 1 + j; }
   // Weights of one head's rows together.
   size_t PerHead() const { return rows * (kept - rows + 1) + rows * (rows - 1) / 2; }
+  bool has_totals() const { return total_rows > 0; }
+  absl::Span<const double> Totals(size_t head) const {
+    return totals.subspan(head * kept, kept);
+  }
+  // How many of `count` last queries of the step see kept slot `slot`: the
+  // chunk's positions are the last slots, so min(count, kept - slot)
+  // (spec/prefill.md#column-totals).
+  size_t QueriesSeeing(size_t slot, size_t count) const {
+    return std::min(count, kept - slot);
+  }
   absl::Span<const float> Row(size_t head, size_t j) const {
     const size_t offset = head * PerHead() + j * (kept - rows + 1) + j * (j - 1) / 2;
     return weights.subspan(offset, Length(j));
@@ -275,6 +297,9 @@ absl::Status WeightError(float weight, int64_t step, size_t index,
 // True when every weight is finite with its sign bit clear: one pass over
 // the bits, so the common case costs no more than reading the weights.
 bool AllWeightsValid(absl::Span<const float> weights);
+// spec/prefill.md#their-checks: a column total is finite with its sign bit
+// clear (binary64).
+bool TotalValid(double total);
 
 template <typename PositionOf>
 absl::Status CheckWeights(absl::Span<const float> weights, int64_t step,

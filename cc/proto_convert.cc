@@ -59,6 +59,10 @@ Scenario FromProto(const v1::Scenario& proto) {
     for (const v1::AttentionRow& row : step.queries()) {
       converted.queries.emplace_back(row.weights().begin(), row.weights().end());
     }
+    for (const v1::ColumnTotals& totals : step.totals()) {
+      converted.totals.emplace_back(totals.sums().begin(), totals.sums().end());
+    }
+    converted.total_rows = step.total_rows();
     scenario.steps.push_back(std::move(converted));
   }
   return scenario;
@@ -89,6 +93,11 @@ v1::Scenario ToProto(const Scenario& scenario) {
       v1::AttentionRow* row = converted->add_queries();
       for (float weight : query) row->add_weights(weight);
     }
+    for (const std::vector<double>& totals : step.totals) {
+      v1::ColumnTotals* sums = converted->add_totals();
+      for (double total : totals) sums->add_sums(total);
+    }
+    converted->set_total_rows(step.total_rows);
   }
   return proto;
 }

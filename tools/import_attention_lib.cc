@@ -900,6 +900,23 @@ absl::Status CheckF32Tensor(const TensorEntry& tensor) {
 
 using Metadata = std::vector<std::pair<std::string, std::string>>;
 
+// The value of __metadata__ entry `key` and its number, or nullopt when it
+// is absent or not a decimal number (then it is not compared).
+std::optional<std::pair<std::string, uint64_t>> MetadataNumber(
+    const Metadata& metadata, absl::string_view key) {
+  for (const auto& [name, value] : metadata) {
+    if (name != key) continue;
+    uint64_t number = 0;
+    const bool decimal =
+        !value.empty() &&
+        std::all_of(value.begin(), value.end(),
+                    [](char c) { return absl::ascii_isdigit(c); }) &&
+        absl::SimpleAtoi(value, &number);
+    if (decimal) return std::make_pair(value, number);
+  }
+  return std::nullopt;
+}
+
 // Refuses a __metadata__ entry that contradicts the window tensor's shape:
 // "num_attention_heads" (heads), "window_rows" (R), "tokens" (L). Entries
 // that are absent or not decimal numbers are not compared.
@@ -909,21 +926,13 @@ absl::Status CheckWindowMetadata(const Metadata& metadata,
       {"num_attention_heads", 0}, {"window_rows", 1}, {"tokens", 2}};
   const char* const dims[] = {"heads", "R", "L"};
   for (const auto& [key, dim] : fields) {
-    for (const auto& [name, value] : metadata) {
-      if (name != key) continue;
-      uint64_t number = 0;
-      const bool decimal =
-          !value.empty() &&
-          std::all_of(value.begin(), value.end(),
-                      [](char c) { return absl::ascii_isdigit(c); }) &&
-          absl::SimpleAtoi(value, &number);
-      if (decimal && number != tensor.shape[dim]) {
-        return Invalid(absl::StrFormat(
-            "__metadata__ says %s = \"%s\" but tensor %s has shape %s (%s = "
-            "%d): the file contradicts itself",
-            name, value, tensor.name, ShapeText(tensor.shape), dims[dim],
-            tensor.shape[dim]));
-      }
+    const auto entry = MetadataNumber(metadata, key);
+    if (entry.has_value() && entry->second != tensor.shape[dim]) {
+      return Invalid(absl::StrFormat(
+          "__metadata__ says %s = \"%s\" but tensor %s has shape %s (%s = "
+          "%d): the file contradicts itself",
+          key, entry->first, tensor.name, ShapeText(tensor.shape), dims[dim],
+          tensor.shape[dim]));
     }
   }
   return absl::OkStatus();
@@ -979,23 +988,6 @@ absl::StatusOr<Layout> WindowLayout(const TensorEntry& tensor,
   chunk.data = data_start + tensor.begin;
   layout.chunks.push_back(std::move(chunk));
   return layout;
-}
-
-// The value of __metadata__ entry `key` and its number, or nullopt when it
-// is absent or not a decimal number (then it is not compared).
-std::optional<std::pair<std::string, uint64_t>> MetadataNumber(
-    const Metadata& metadata, absl::string_view key) {
-  for (const auto& [name, value] : metadata) {
-    if (name != key) continue;
-    uint64_t number = 0;
-    const bool decimal =
-        !value.empty() &&
-        std::all_of(value.begin(), value.end(),
-                    [](char c) { return absl::ascii_isdigit(c); }) &&
-        absl::SimpleAtoi(value, &number);
-    if (decimal) return std::make_pair(value, number);
-  }
-  return std::nullopt;
 }
 
 // Refuses a __metadata__ entry that contradicts the chunk tensors:

@@ -379,6 +379,13 @@ def check_case(case, scenarios):
             raise CaseError("step 0 carries no query rows: not a prefill step")
         if step.HasField("attention") or step.heads:
             raise CaseError("step 0 carries query rows and an attention row")
+        if "totals" not in step.DESCRIPTOR.fields_by_name:
+            raise CaseError("the protobuf module predates spec 0.10.0 (no Step.totals)")
+        if len(step.totals) or step.total_rows:
+            # spec/prefill.md#column-totals: kvpress's press reads the whole
+            # attention matrix, which a step with totals does not carry.
+            raise CaseError("step 0 carries column totals, not the whole causal "
+                            "matrix a press needs")
         if len(scenario.steps) > 1:
             result.notes.append(f"{len(scenario.steps)} steps: step 0 (the prefill) checked only")
         if case.expected.HasField("rejection") and case.expected.rejection.category != 0:
@@ -772,6 +779,17 @@ def selftest():
     r = check_case(snap, {"short": short})
     expect(f"a press exception is a recorded failure ({r.failure})",
            r.failure is not None and "SnapKVPress raised" in r.failure)
+    totals = scenario("totals", 4, lambda h, q: [0.25] * (q + 1))
+    for _ in range(hq):
+        totals.steps[0].totals.add().sums.extend([1.0] * 4)
+    totals.steps[0].total_rows = 4
+    h2o = kvspec_pb2.Case(id="selftest/bad/h2o-totals", flags=[FLAG], scenario_id="totals")
+    h2o.policy.name = "h2o"
+    h2o.policy.parameters.add(name="ratio_ppm", value=500000)
+    h2o.expected.steps.add(kept_count=2)
+    r = check_case(h2o, {"totals": totals})
+    expect(f"a step with column totals is refused, not run ({r.failure})",
+           r.failure is not None and "column totals" in r.failure)
     print(f"kvpress-selftest: {len(passes)} passed, {len(failures)} failed")
     return 1 if failures else 0
 

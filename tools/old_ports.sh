@@ -22,6 +22,7 @@ VERSIONS=(
   "0.6.0 f49c309"
   "0.7.0 5abcd81"
   "0.8.0 55323d7"
+  "0.9.0 b12fd29"
 )
 runner="${1:-}"
 if [[ -z "$runner" ]]; then

@@ -56,6 +56,23 @@ class H2oPolicy final : public Policy {
   // optionally divided by how many rows cover it, then added once.
   void RecordQueries(const QueryRows& queries) override {
     const size_t kept_count = kept().size();
+    if (queries.has_totals()) {
+      // h2o.md#at-prefill, with column totals: the gathered total is the
+      // contribution, divided by the min(R, n - slot) queries that see it.
+      for (size_t h = 0; h < cumulative_.size(); ++h) {
+        const absl::Span<const double> totals = queries.Totals(h);
+        std::vector<double>& sums = cumulative_[h];
+        for (size_t slot = 0; slot < kept_count; ++slot) {
+          double c = totals[slot];
+          if (normalize_) {
+            c /= static_cast<double>(
+                queries.QueriesSeeing(slot, queries.total_rows));
+          }
+          sums[slot] += c;
+        }
+      }
+      return;
+    }
     std::vector<double> contribution(kept_count);
     for (size_t h = 0; h < cumulative_.size(); ++h) {
       // Row by row, so each slot's additions run in ascending query order;
@@ -72,11 +89,7 @@ class H2oPolicy final : public Policy {
         double c = contribution[slot];
         if (normalize_) {
           // Rows covering the slot: every row whose length passes it.
-          const size_t first_length = queries.Length(0);
-          const size_t rows =
-              slot < first_length ? queries.rows
-                                  : queries.rows - (slot - first_length + 1);
-          c /= static_cast<double>(rows);
+          c /= static_cast<double>(queries.QueriesSeeing(slot, queries.rows));
         }
         sums[slot] += c;
       }

@@ -1,5 +1,7 @@
 // Hand-worked cases from spec/prefill.md and the cards' "At prefill"
 // sections. Every expected value below is worked from the spec's text.
+#include <cmath>
+#include <string>
 #include <vector>
 
 #include "cc/errors.h"
@@ -237,6 +239,132 @@ TEST(H2oPrefill, HeadsCombineAfterEachHeadSums) {
       {"h2o", {{"budget", 2}, {"recent_window", 0}}}, scenario);
   ASSERT_TRUE(result.refusal.ok()) << result.refusal;
   EXPECT_EQ(VictimsPerStep(result), (Victims{{1}}));
+}
+
+// prefill.md#column-totals: a prefill step with query rows and totals
+// over its last `rows` queries.
+ScenarioStep WithTotals(ScenarioStep step, std::vector<std::vector<double>> totals,
+                        uint32_t rows) {
+  step.totals = std::move(totals);
+  step.total_rows = rows;
+  return step;
+}
+
+// h2o.md#at-prefill, with column totals: the card's two examples as
+// totals over all 3 queries (1.25, 1.0, 0.25 and 0.875, 1.0, 0.625), beside
+// one query row (0, 0, 1) that h2o must ignore (read alone, that row would
+// make 0 go, raw or normalized, since 0 and 1 tie at 0.0).
+TEST(H2oPrefill, TotalsReplaceTheRows) {
+  const auto run = [](std::vector<double> totals, int64_t normalize) {
+    return RunSteps({"h2o", {{"budget", 2}, {"recent_window", 0},
+                             {"normalize", normalize}}},
+                    {WithTotals(Prefill(3, {Row{0.0f, 0.0f, 1.0f}}),
+                                {std::move(totals)}, 3)});
+  };
+  EXPECT_EQ(VictimsPerStep(run({1.25, 1.0, 0.25}, 0)), (Victims{{2}}));
+  EXPECT_EQ(VictimsPerStep(run({1.25, 1.0, 0.25}, 1)), (Victims{{2}}));
+  // Raw 0.875, 1.0, 0.625: 2 goes. Normalized by min(3, 3 - p) = 3, 2, 1:
+  // 0.2916..., 0.5, 0.625: 0 goes.
+  EXPECT_EQ(VictimsPerStep(run({0.875, 1.0, 0.625}, 0)), (Victims{{2}}));
+  EXPECT_EQ(VictimsPerStep(run({0.875, 1.0, 0.625}, 1)), (Victims{{0}}));
+  // The same rows carried whole give the same victims (the rows' example
+  // above).
+}
+
+// prefill.md#column-totals: normalize divides by min(R, a + c - p), R the
+// totals' queries, not c. A prefill of 4, R = 2, totals 0.5, 0.4, 0.75,
+// 0.3: divisors 2, 2, 2, 1 give 0.25, 0.2, 0.375, 0.3 and 1 goes; divisors
+// from c (4, 3, 2, 1) would give 0.125, 0.1333..., 0.375, 0.3 and 0 would.
+TEST(H2oPrefill, TotalsNormalizeByTheirOwnRows) {
+  const RunResult result = RunSteps(
+      {"h2o", {{"budget", 3}, {"recent_window", 0}, {"normalize", 1}}},
+      {WithTotals(Prefill(4, {Row{0.25f, 0.25f, 0.25f, 0.25f}}),
+                  {{0.5, 0.4, 0.75, 0.3}}, 2)});
+  ASSERT_TRUE(result.refusal.ok()) << result.refusal;
+  EXPECT_EQ(VictimsPerStep(result), (Victims{{1}}));
+}
+
+// prefill.md#column-totals: totals gathered at the kept positions after
+// admission. Budget 2, no recent window: step 0 admits 0..2 with null
+// attention and evicts 0 (all 0.0, lowest position). Step 1 admits 3 and 4
+// with totals over R = 2 queries, 9.0 (position 0, no longer kept),
+// 0.3, 0.25, 0.75, 0.2; kept 1..4. Raw: 4 (0.2) and 2 (0.25) go.
+// Normalized, divisors min(2, 5 - p) = 2, 2, 2, 1: 0.15, 0.125, 0.375, 0.2:
+// 2 and 1 go.
+TEST(H2oPrefill, TotalsAreGatheredAtTheKeptPositions) {
+  const auto run = [](int64_t normalize) {
+    return RunSteps({"h2o", {{"budget", 2}, {"recent_window", 0},
+                             {"normalize", normalize}}},
+                    {{3, std::nullopt},
+                     WithTotals(Prefill(2, {Row(5, 0.25f)}),
+                                {{9.0, 0.3, 0.25, 0.75, 0.2}}, 2)});
+  };
+  EXPECT_EQ(VictimsPerStep(run(0)), (Victims{{0}, {2, 4}}));
+  EXPECT_EQ(VictimsPerStep(run(1)), (Victims{{0}, {1, 2}}));
+}
+
+// prefill.md#column-totals: only h2o reads totals; tova and snapkv decide
+// by the query rows as without them.
+TEST(PrefillTotals, OtherPoliciesIgnoreThem) {
+  for (const char* name : {"tova", "snapkv", "streamingllm"}) {
+    PolicyConfig config = {name, {{"budget", 2}, {"recent_window", 0}}};
+    if (std::string(name) == "streamingllm") config.parameters = {{"budget", 2}, {"sinks", 1}};
+    const Row last = {0.25f, 0.5f, 0.125f};
+    const RunResult plain = RunSteps(config, {Prefill(3, {last})});
+    const RunResult with = RunSteps(
+        config, {WithTotals(Prefill(3, {last}), {{0.0, 9.0, 9.0}}, 1)});
+    ASSERT_TRUE(plain.refusal.ok()) << name << plain.refusal;
+    ASSERT_TRUE(with.refusal.ok()) << name << with.refusal;
+    EXPECT_EQ(VictimsPerStep(with), VictimsPerStep(plain)) << name;
+  }
+}
+
+// prefill.md#their-checks: the totals' shape after the query rows' shape
+// (check 3), their values after the rows' weights (check 4).
+TEST(PrefillChecks, TotalsAreRefusedByShapeThenValue) {
+  const PolicyConfig h2o = {"h2o", {{"budget", 2}, {"recent_window", 0}}};
+  const auto category = [&](std::vector<ScenarioStep> steps) {
+    return CategoryOf(RunSteps(h2o, std::move(steps)).refusal);
+  };
+  const ScenarioStep rows = Prefill(2, {Row{0.5f, 0.5f}});
+  // Well formed: R 1 or 2, two values.
+  EXPECT_TRUE(RunSteps(h2o, {WithTotals(rows, {{0.5, 0.5}}, 2)}).refusal.ok());
+  EXPECT_TRUE(RunSteps(h2o, {WithTotals(rows, {{0.5, 0.5}}, 1)}).refusal.ok());
+  // Totals without query rows, even beside an attention row.
+  ScenarioStep bare;
+  bare.admit = 2;
+  EXPECT_EQ(category({WithTotals(bare, {{0.5, 0.5}}, 2)}),
+            ErrorCategory::kAttentionLength);
+  ScenarioStep with_row = {1, Row{0.5f}};
+  EXPECT_EQ(category({{1, std::nullopt}, WithTotals(with_row, {{0.5, 0.5}}, 1)}),
+            ErrorCategory::kAttentionLength);
+  // total_rows 0 with totals, above admit, or set without totals.
+  EXPECT_EQ(category({WithTotals(rows, {{0.5, 0.5}}, 0)}),
+            ErrorCategory::kAttentionLength);
+  EXPECT_EQ(category({WithTotals(rows, {{0.5, 0.5}}, 3)}),
+            ErrorCategory::kAttentionLength);
+  EXPECT_EQ(category({WithTotals(rows, {}, 1)}), ErrorCategory::kAttentionLength);
+  // One value short, one too many, two lists for one head.
+  EXPECT_EQ(category({WithTotals(rows, {{0.5}}, 2)}),
+            ErrorCategory::kAttentionLength);
+  EXPECT_EQ(category({WithTotals(rows, {{0.5, 0.5, 0.5}}, 2)}),
+            ErrorCategory::kAttentionLength);
+  EXPECT_EQ(category({WithTotals(rows, {{0.5, 0.5}, {0.5, 0.5}}, 2)}),
+            ErrorCategory::kAttentionLength);
+  // Values: NaN, infinity, -0.0, a negative.
+  for (double bad : {std::nan(""), HUGE_VAL, -0.0, -0.5}) {
+    EXPECT_EQ(category({WithTotals(rows, {{0.5, bad}}, 2)}),
+              ErrorCategory::kAttentionValue)
+        << bad;
+  }
+  // Order: a short totals list beside a NaN query weight is a length
+  // fault (check 3 before 4); a short query row beside a NaN total too.
+  EXPECT_EQ(category({WithTotals(Prefill(2, {Row{0.5f, std::nanf("")}}),
+                                 {{0.5}}, 2)}),
+            ErrorCategory::kAttentionLength);
+  EXPECT_EQ(category({WithTotals(Prefill(2, {Row{0.5f}}),
+                                 {{0.5, std::nan("")}}, 2)}),
+            ErrorCategory::kAttentionLength);
 }
 
 }  // namespace

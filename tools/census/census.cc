@@ -668,6 +668,19 @@ bool Decides(const std::string& flag, const CaseContext& c,
   if (flag == "refusal.invalid-heads") return RefusedWith(c, ErrorCategory::kInvalidHeads);
   if (flag == "prefill.only") return BinaryParameterDecides(c, "prefill_only");
   if (flag == "prefill.normalize") return BinaryParameterDecides(c, "normalize");
+  if (flag == "prefill.totals") {
+    // spec/prefill.md#column-totals: without the totals h2o reads the
+    // query rows; the totals decide when that changes the log.
+    if (!c.expected.refusal.ok() || !explicit_steps) return false;
+    Scenario without = c.scenario;
+    bool had = false;
+    for (ScenarioStep& step : without.steps) {
+      had = had || !step.totals.empty();
+      step.totals.clear();
+      step.total_rows = 0;
+    }
+    return had && DiffersWith(c, without);
+  }
   if (flag == "prefill.protect-newest") {
     return BinaryParameterDecides(c, "protect_newest");
   }

@@ -291,6 +291,44 @@ void Corrupt(Draw& d, Scenario& s) {
   }
 }
 
+// spec/prefill.md#column-totals: totals over the step's last R queries
+// (R at and around the carried rows and the chunk), each head's formed as
+// the spec pins from the carried rows and, for the queries before them,
+// fresh rows; `first` is the step's first position.
+void AddTotals(Draw& t, const std::vector<float>& pool, ScenarioStep& step,
+               uint64_t first, uint32_t heads) {
+  const uint64_t m = step.queries.size() / heads;
+  const int64_t pick = t.Pick<int64_t>(
+      {1, static_cast<int64_t>(m), static_cast<int64_t>(m) + 1,
+       static_cast<int64_t>(step.admit), static_cast<int64_t>(1 + t.U(step.admit))});
+  const uint64_t r = static_cast<uint64_t>(std::clamp<int64_t>(pick, 1, step.admit));
+  const uint64_t end = first + step.admit;
+  step.total_rows = static_cast<uint32_t>(r);
+  step.totals.assign(heads, std::vector<double>(end, 0.0));
+  for (uint32_t h = 0; h < heads; ++h) {
+    for (uint64_t q = end - r; q < end; ++q) {
+      const std::vector<float> row =
+          q >= end - m ? step.queries[h * m + (q - (end - m))] : Row(t, pool, q + 1);
+      for (uint64_t p = 0; p <= q; ++p) {
+        step.totals[h][p] += static_cast<double>(row[p]);
+      }
+    }
+  }
+  if (t.P(4)) {  // a fault of the totals' own (prefill.md#their-checks)
+    std::vector<double>& list = step.totals[t.U(heads)];
+    switch (t.U(6)) {
+      case 0: list.push_back(0.25); break;
+      case 1: list.pop_back(); break;
+      case 2: step.total_rows = static_cast<uint32_t>(t.P(50) ? 0 : step.admit + 1); break;
+      case 3: step.totals.push_back(list); break;
+      default:
+        list[t.U(list.size())] = t.Pick<double>(
+            {std::numeric_limits<double>::quiet_NaN(),
+             std::numeric_limits<double>::infinity(), -0.0, -1.0});
+    }
+  }
+}
+
 }  // namespace
 
 SearchCase GenerateCase(uint64_t seed, uint64_t index) {
@@ -360,6 +398,18 @@ SearchCase GenerateCase(uint64_t seed, uint64_t index) {
     c.scenario.steps.push_back(std::move(step));
   }
   if (d.P(3)) Corrupt(d, c.scenario);
+  // Column totals on some prefill steps, drawn from a stream of their own
+  // so that every other draw above is what it was before totals (spec
+  // 0.10.0) existed: the search's earlier findings replay unchanged.
+  Draw t(Mix64(Mix64(seed ^ 0x746f74616c73ULL) ^ index));  // "totals"
+  uint64_t first = 0;
+  for (ScenarioStep& step : c.scenario.steps) {
+    if (!step.queries.empty() && step.queries.size() % query_heads == 0 &&
+        t.P(30)) {
+      AddTotals(t, pool, step, first, query_heads);
+    }
+    first += step.admit;
+  }
   return c;
 }
 
@@ -375,6 +425,8 @@ uint64_t CaseSize(const SearchCase& c) {
     uint64_t weights = step.attention.has_value() ? step.attention->size() : 0;
     for (const auto& row : step.heads) weights += row.size();
     for (const auto& row : step.queries) weights += row.size();
+    for (const auto& list : step.totals) weights += list.size();
+    size += step.total_rows;
     size += weights + (step.attention.has_value() || !step.heads.empty() ||
                                !step.queries.empty()
                            ? 5
@@ -415,6 +467,9 @@ void EraseFromLaterRows(Scenario& s, size_t from, uint64_t p) {
     if (step.attention.has_value()) EraseAt(*step.attention, p);
     for (auto& row : step.heads) EraseAt(row, p);
     for (auto& row : step.queries) EraseAt(row, p);
+    for (auto& list : step.totals) {
+      if (p < list.size()) list.erase(list.begin() + static_cast<ptrdiff_t>(p));
+    }
   }
 }
 
@@ -448,6 +503,10 @@ Scenario RemovePosition(const Scenario& s, size_t i, uint64_t k) {
     }
     step.queries = std::move(kept);
   }
+  for (auto& list : step.totals) {
+    if (p < list.size()) list.erase(list.begin() + static_cast<ptrdiff_t>(p));
+  }
+  if (step.total_rows >= step.admit) step.total_rows = step.admit - 1;
   step.admit -= 1;
   EraseFromLaterRows(out, i + 1, p);
   return out;
@@ -484,6 +543,11 @@ Scenario KeepHeads(const Scenario& s, const std::vector<size_t>& keep, uint32_t 
         for (size_t r = 0; r < m; ++r) rows.push_back(step.queries[h * m + r]);
       }
       step.queries = std::move(rows);
+    }
+    if (step.totals.size() == heads) {
+      std::vector<std::vector<double>> lists;
+      for (size_t h : keep) lists.push_back(step.totals[h]);
+      step.totals = std::move(lists);
     }
   }
   return out;
@@ -574,11 +638,22 @@ std::vector<SearchCase> ShrinkMoves(const SearchCase& c) {
   // Rows: null attention, then simpler weights.
   for (size_t i = s.steps.size(); i-- > 0;) {
     const ScenarioStep& step = s.steps[i];
-    if (!step.attention.has_value() && step.heads.empty() && step.queries.empty()) continue;
+    if (!step.attention.has_value() && step.heads.empty() && step.queries.empty() &&
+        step.totals.empty() && step.total_rows == 0) {
+      continue;
+    }
+    if (!step.totals.empty() || step.total_rows != 0) {
+      Scenario no_totals = s;  // the query rows without their totals
+      no_totals.steps[i].totals.clear();
+      no_totals.steps[i].total_rows = 0;
+      add(no_totals);
+    }
     Scenario null = s;
     null.steps[i].attention.reset();
     null.steps[i].heads.clear();
     null.steps[i].queries.clear();
+    null.steps[i].totals.clear();
+    null.steps[i].total_rows = 0;
     add(null);
     for (bool ones : {true, false}) {
       Scenario simpler = s;
@@ -695,6 +770,7 @@ std::set<std::string> Tags(const SearchCase& c) {
     if (step.attention.has_value()) rows.push_back(&*step.attention);
     for (const auto& row : step.heads) rows.push_back(&row);
     for (const auto& row : step.queries) rows.push_back(&row);
+    if (!step.totals.empty() || step.total_rows != 0) tags.insert("totals");
     if (!step.queries.empty()) {
       tags.insert("prefill");
       if (decoded) tags.insert("prefill-after-decode");

@@ -37,6 +37,9 @@ const std::vector<FeatureInfo>& Features() {
        "llama.cpp's context shift for window and streamingllm: room made "
        "before a step that does not fit, in one block (context_shift), "
        "the block's size (discard)"},
+      {"totals", "0.10.0", "prefill.md#column-totals",
+       "column totals beside query rows (Step.totals, Step.total_rows), read "
+       "by h2o's prefill rule instead of the rows"},
   };
   return *features;
 }
@@ -141,6 +144,13 @@ bool HasQueryRows(const v1::Scenario& scenario) {
   return false;
 }
 
+bool HasTotals(const v1::Scenario& scenario) {
+  for (const v1::Step& step : scenario.steps()) {
+    if (step.totals_size() > 0 || step.total_rows() != 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<std::string> CaseFeatures(const v1::PolicyConfig& policy,
@@ -150,6 +160,8 @@ std::vector<std::string> CaseFeatures(const v1::PolicyConfig& policy,
   if (HasHeads(scenario)) needed.insert("heads");
   if (scenario.has_trace() && HasHeads(scenario)) needed.insert("trace-heads");
   if (HasQueryRows(scenario)) needed.insert("prefill");
+  // Totals travel beside query rows: a port reads them only with prefill.
+  if (HasTotals(scenario)) needed.insert({"prefill", "totals"});
   for (const v1::Parameter& parameter : policy.parameters()) {
     if (const ParameterInfo* info = FindParameter(parameter.name())) {
       needed.insert(info->feature);
@@ -189,6 +201,12 @@ v1::Scenario StripScenario(const v1::Scenario& scenario,
   }
   if (features.count("prefill") == 0) {
     for (v1::Step& step : *stripped.mutable_steps()) step.clear_queries();
+  }
+  if (features.count("totals") == 0) {
+    for (v1::Step& step : *stripped.mutable_steps()) {
+      step.clear_totals();
+      step.clear_total_rows();
+    }
   }
   return stripped;
 }

@@ -219,6 +219,11 @@ const std::vector<FlagInfo>& Flags() {
        "would change the victims",
        {"h2o"},
        "0.6.0"},
+      {"prefill.totals", "prefill.md#column-totals",
+       "the step's column totals decide: the same scenario without them "
+       "(h2o then reading the query rows) would change the log",
+       {"h2o"},
+       "0.10.0"},
       {"prefill.protect-newest", "policies/tova.md#at-prefill",
        "another protect_newest would change the victims",
        {"tova"},

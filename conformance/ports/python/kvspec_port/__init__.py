@@ -2,14 +2,14 @@
 
 Written from spec/ alone: harness (spec/harness.md), arithmetic
 (spec/arithmetic.md), Rng (spec/rng.md), trace generator (spec/trace.md),
-policies (spec/policies/*.md), heads (spec/heads.md), prefill
-(spec/prefill.md), spans, position ids and the context shift
+policies (spec/policies/*.md), heads (spec/heads.md), prefill and its
+column totals (spec/prefill.md), spans, position ids and the context shift
 (spec/spans.md) and the conformance testee (spec/protocol.md).
 """
 
-SPEC_VERSION = "0.9.0"
+SPEC_VERSION = "0.10.0"
 # The features this port implements: all of spec/features.md#the-list.
 FEATURES = ("decode", "trace", "heads", "trace-heads", "adaptive", "prefill", "spans",
-            "contextshift")
+            "contextshift", "totals")
 PROTOCOL_VERSION = 1
 PORT_VERSION = "0.1.0"

@@ -176,6 +176,58 @@ def _check_query_weights(index: int, prefill) -> None:
                 raise Refusal(ATTENTION_VALUE, f"step {index}: head {h}, query row {j}, weight {i} is {r[i]!r}")
 
 
+def _check_totals(index: int, first: int, admit: int, queries, totals, total_rows: int, query_heads: int):
+    """The column totals' part of step check 3 (spec/prefill.md#their-checks),
+    after the query rows' shape: if the step has totals or a `total_rows`
+    above 0, it has query rows, Hq totals, 1 <= R <= admit; then each
+    head's totals, head 0 first, hold exactly a + c values (positions
+    0 .. a+c-1). ATTENTION_LENGTH.
+
+    Returns None (no totals) or (R, sums): sums a (query_heads, a + c)
+    binary64 array, head 0 first, exactly as given. Their values are
+    checked by `_check_total_values` (check 4).
+    """
+    if not totals and total_rows == 0:
+        return None
+    if not queries or len(totals) != query_heads or not 1 <= total_rows <= admit:
+        raise Refusal(
+            ATTENTION_LENGTH,
+            f"step {index}: column totals need query rows beside them, one list per query head "
+            f"({query_heads}) and total_rows 1..admit ({admit}); got {len(totals)} lists, "
+            f"total_rows {total_rows}" + ("" if queries else ", no query rows"),
+        )
+    positions = first + admit
+    for h, t in enumerate(totals):
+        if len(t) != positions:
+            raise Refusal(
+                ATTENTION_LENGTH,
+                f"step {index}: head {h}'s column totals hold {len(t)} values, want one per position "
+                f"0..{positions - 1}: {positions}",
+            )
+    return total_rows, np.asarray(totals, dtype=np.float64).reshape(query_heads, positions)
+
+
+def _check_total_values(index: int, totals) -> None:
+    """The column totals' part of step check 4 (spec/prefill.md#their-checks),
+    after the query rows' weights: every total, head 0 first and within a
+    head from position 0 up, is finite with its sign bit clear (binary64:
+    NaN, infinities, -0.0 and every negative refused). ATTENTION_VALUE."""
+    if totals is None:
+        return
+    _, sums = totals
+    bad = ~np.isfinite(sums) | np.signbit(sums)
+    if bad.any():
+        h, p = divmod(int(np.argmax(bad.ravel())), sums.shape[1])  # head 0 first, position 0 up
+        raise Refusal(ATTENTION_VALUE, f"step {index}: the column total of head {h} for position {p} is {sums[h, p]!r}")
+
+
+def _gather_totals(sums, kept_after):
+    """spec/prefill.md#column-totals: one head's totals gathered at the set's
+    kept positions after admission (the positions kept before the step, then
+    the chunk's), in kept order, bit for bit: n values for n kept positions."""
+    return sums[np.asarray(kept_after, dtype=np.intp)]
+
+
 def _gather_queries(rows, kept_after, m: int):
     """spec/prefill.md#what-a-policy-sees: each query row gathered at the
     set's kept positions after admission that it covers; the j-th (of m)
@@ -186,29 +238,38 @@ def _gather_queries(rows, kept_after, m: int):
 
 
 def run_steps(policy: Policy, steps, log: EvictionLog, query_heads: int = 1, sets=None) -> None:
-    """Explicit steps: (admit, row or None, heads, queries),
-    spec/harness.md#refusals through a scenario. `heads`: the rows of
-    spec/heads.md#rows-per-head (a list of rows, empty when absent);
+    """Explicit steps: (admit, row or None, heads, queries[, totals,
+    total_rows]), spec/harness.md#refusals through a scenario. `heads`: the
+    rows of spec/heads.md#rows-per-head (a list of rows, empty when absent);
     `queries`: the query rows of spec/prefill.md#query-rows (empty when
-    absent).
+    absent); `totals`, `total_rows`: the column totals of
+    spec/prefill.md#column-totals (one list of a + c values per query head),
+    and R; a step without them may leave both out (empty, 0).
 
     With `sets` (a list of heads.KeptSet), the run is that of a policy that
     reads attention over several heads; otherwise `policy` is the run's one
     kept set.
     """
     first = 0
-    for index, (admit, row, heads, queries) in enumerate(steps):
+    for index, step in enumerate(steps):
+        admit, row, heads, queries = step[:4]
+        totals_given = step[4] if len(step) > 4 else ()
+        total_rows = step[5] if len(step) > 5 else 0
         try:
             if admit < 1:
                 raise Refusal(POSITION, f"step {index} admits no position")
             if first + admit - 1 > MAX_POSITION:
                 raise Refusal(POSITION, f"step {index}: positions run past 2^32 - 1")
-            # Check 3: the rows' lengths, then the query rows' shape; check
-            # 4: the rows' weights, then the query rows' weights.
+            # Check 3: the rows' lengths, then the query rows' shape, then
+            # the column totals' shape; check 4: the rows' weights, then the
+            # query rows' weights, then the column totals
+            # (spec/harness.md#refusals, spec/prefill.md#their-checks).
             rows = _check_rows(index, first, row, heads, query_heads)
             prefill = _check_queries(index, first, admit, row, heads, queries, query_heads)
+            totals = _check_totals(index, first, admit, queries, totals_given, total_rows, query_heads)
             _check_row_weights(index, rows, query_heads)
             _check_query_weights(index, prefill)
+            _check_total_values(index, totals)
             chunk = range(first, first + admit)
             if sets is None:
                 attention = None
@@ -222,7 +283,11 @@ def run_steps(policy: Policy, steps, log: EvictionLog, query_heads: int = 1, set
                     m, qrows = prefill
                     gathered = (m, None)
                     if query_heads == 1 and policy.READS_ATTENTION:
-                        gathered = (m, _gather_queries(qrows[0], policy.kept + list(chunk), m))
+                        kept_after = policy.kept + list(chunk)
+                        gathered = (m, _gather_queries(qrows[0], kept_after, m))
+                        if totals is not None:
+                            # spec/prefill.md#column-totals: gathered as the rows are.
+                            gathered += ((totals[0], _gather_totals(totals[1][0], kept_after)),)
                 log.steps.append(policy.step_unchecked(first, admit, attention, gathered))
             else:
                 outcomes = []
@@ -232,12 +297,19 @@ def run_steps(policy: Policy, steps, log: EvictionLog, query_heads: int = 1, set
                         # Each head's own row at its set's kept positions.
                         gathered = rows[ks.first_head:ks.end_head][:, np.asarray(ks.kept, dtype=np.intp)]
                     gathered_queries = None
+                    gathered_totals = None
                     if prefill is not None:
                         m, qrows = prefill
                         kept_after = ks.kept + list(chunk)
                         gathered_queries = (m, [_gather_queries(qrows[h], kept_after, m)
                                                 for h in range(ks.first_head, ks.end_head)])
-                    outcomes.append(ks.step(first, admit, gathered, gathered_queries))
+                        if totals is not None:
+                            # spec/prefill.md#column-totals: each covered
+                            # head's totals at the set's kept positions after
+                            # admission, as the rows are gathered.
+                            gathered_totals = (totals[0], [_gather_totals(totals[1][h], kept_after)
+                                                           for h in range(ks.first_head, ks.end_head)])
+                    outcomes.append(ks.step(first, admit, gathered, gathered_queries, gathered_totals))
                 # Sets sharing a budget evict together (spec/heads.md#head-adaptive-budgets).
                 evict_shared(sets, outcomes)
                 if len(outcomes) == 1:
@@ -304,12 +376,15 @@ def run_scenario(name, parameters, seed, steps=None, trace_config=None,
                  query_heads=None, kv_heads=None) -> EvictionLog:
     """Run one configuration over one scenario.
 
-    `steps`: list of (admit, row-or-None[, heads[, queries]]); `trace_config`: a
+    `steps`: list of (admit, row-or-None[, heads[, queries[, totals,
+    total_rows]]]) (a step without column totals may stop at `queries`); `trace_config`: a
     TraceConfig proto (or None). Both given is INVALID_TRACE. `query_heads`,
     `kv_heads`: the scenario's head counts, None when absent (1).
     """
     log = EvictionLog()
-    # (admit, row) is (admit, row, no heads, no query rows).
+    # (admit, row) is (admit, row, no heads, no query rows); a step with
+    # column totals keeps its last two fields (totals, total_rows), and one
+    # without them needs neither (run_steps reads them as (), 0).
     steps = [tuple(st) + ((), ())[len(st) - 2:] for st in steps or []]
     try:
         # 1. the configuration.

@@ -146,7 +146,8 @@ class KeptSet:
         for head in self.heads:
             head.kept = self.kept
 
-    def step(self, first: int, count: int, rows: Optional[np.ndarray], queries=None) -> StepOutcome:
+    def step(self, first: int, count: int, rows: Optional[np.ndarray], queries=None,
+             totals=None) -> StepOutcome:
         """One step of spec/harness.md#the-decode-step, or of
         spec/prefill.md#the-prefill-step, for every head of the set.
 
@@ -155,6 +156,10 @@ class KeptSet:
         `queries`: None at a decode step; at a prefill step (m, per head of
         the set its m query rows gathered at the set's kept positions after
         admission, spec/prefill.md#what-a-policy-sees).
+        `totals`: None, or at a prefill step with column totals (R, per head
+        of the set its totals gathered at the set's kept positions after
+        admission, spec/prefill.md#column-totals); a head whose policy reads
+        totals (h2o) records them instead of its query rows.
         A set sharing a budget evicts nothing here (step 1 of
         spec/heads.md#head-adaptive-budgets): `evict_shared` completes its record.
         """
@@ -170,8 +175,12 @@ class KeptSet:
         if queries is not None:
             m, per_head = queries
             self.prefill_m = m
-            for head, head_rows in zip(self.heads, per_head):
-                head.record_queries(m, head_rows)
+            for i, (head, head_rows) in enumerate(zip(self.heads, per_head)):
+                if totals is not None and head.READS_TOTALS:
+                    total_rows, per_head_totals = totals
+                    head.record_totals(total_rows, per_head_totals[i])
+                else:
+                    head.record_queries(m, head_rows)
         victims, cut = ([], []) if self.shared else self.evict()
         return StepOutcome(victims, len(self.kept), query, cut)
 

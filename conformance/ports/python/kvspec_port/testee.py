@@ -103,6 +103,11 @@ def handle_request(req) -> "cpb.PortMessage":
                 [list(h.weights) for h in st.heads],  # spec/heads.md#rows-per-head
                 [list(q.weights) for q in st.queries],  # spec/prefill.md#query-rows
             )
+            # spec/prefill.md#column-totals: `totals` (field 5, one
+            # ColumnTotals per query head, its `sums` binary64) and
+            # `total_rows` (field 6), only on a step that has either (a
+            # step without them stays the 4-tuple run_scenario reads).
+            + (([list(t.sums) for t in st.totals], st.total_rows) if len(st.totals) or st.total_rows else ())
             for st in sc.steps
         ]
         trace_config = sc.trace if sc.HasField("trace") else None

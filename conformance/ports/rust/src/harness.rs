@@ -1,11 +1,13 @@
 //! The decode loop every policy runs in: steps, validation and refusals,
 //! gathering, admission, eviction and the eviction log; with several heads,
-//! one kept set per granularity unit; prefill steps, which carry query rows.
+//! one kept set per granularity unit; prefill steps, which carry query rows
+//! and may carry column totals.
 //! Spec: spec/harness.md, spec/heads.md, spec/prefill.md.
 
 use crate::error::{Category, Refusal, Result};
 use crate::heads::{combine, floor_of, sets_of, shared_victim_counts, Aggregation, HeadCounts, Pair};
 use crate::policies::{self, rank, Policy, QueryRows, Selection};
+use crate::prefill::Totals;
 use crate::spans::{held_runs, query_spans, HeldRun};
 use crate::trace::{TraceGenerator, TraceParams};
 
@@ -52,6 +54,14 @@ pub struct EvictionLog {
 #[inline]
 pub fn weight_accepted(w: f32) -> bool {
     w.is_finite() && !w.is_sign_negative()
+}
+
+/// Is a column total accepted? Finite with its sign bit clear, in
+/// binary64: NaN, the infinities and every value with the sign bit set,
+/// -0.0 included, are refused (spec/prefill.md#their-checks, check 4).
+#[inline]
+pub fn total_accepted(t: f64) -> bool {
+    t.is_finite() && !t.is_sign_negative()
 }
 
 fn check_weights(weights: &[f32]) -> Result<()> {
@@ -128,14 +138,19 @@ impl KeptSet {
     /// Prefill: hand each covered head its `m` query rows (`queries`, the
     /// step's `Hq x m` rows, head 0's first) gathered at this set's kept
     /// positions after admission (spec/prefill.md#what-a-policy-sees); the
-    /// step's queries are its last `m` positions, ending at `last`.
-    fn record_queries(&mut self, queries: &[&[f32]], m: usize, last: u64) {
+    /// step's queries are its last `m` positions, ending at `last`. With
+    /// column totals, each covered head's totals too, gathered at the same
+    /// kept positions (spec/prefill.md#column-totals: "as the rows are").
+    fn record_queries(&mut self, queries: &[&[f32]], m: usize, last: u64, totals: Option<Totals>) {
         if !self.reads_attention() {
             return;
         }
         let first_query = last + 1 - m as u64;
         for (state, &h) in self.states.iter_mut().zip(&self.heads) {
-            let rows = QueryRows::new(&self.kept, &queries[h * m..(h + 1) * m], first_query);
+            let mut rows = QueryRows::new(&self.kept, &queries[h * m..(h + 1) * m], first_query);
+            if let Some(t) = totals {
+                rows = rows.with_totals(&t.sums[h], t.rows);
+            }
             state.record_queries(&rows);
         }
     }
@@ -381,24 +396,25 @@ impl Layer {
         match rows {
             StepRows::Rows(rows) => self.step_with(first, count, Some(&|h: usize, p: u32| rows[h][p as usize])),
             StepRows::Null => self.step_with(first, count, None::<&fn(usize, u32) -> f32>),
-            StepRows::Queries(queries) => self.step_prefill(first, count, queries),
+            StepRows::Queries { rows, totals } => self.step_prefill(first, count, rows, *totals),
         }
     }
 
     /// One validated prefill step (spec/prefill.md#the-prefill-step), with
-    /// `queries` the step's `Hq x m` query rows: each set, in set order,
-    /// admits the chunk, hands each covered head its gathered query rows,
-    /// then evicts by its step budget with the prefill rule's scores and
-    /// candidates; under a shared budget the sets evict together once all
-    /// have recorded.
-    fn step_prefill(&mut self, first: u64, count: u64, queries: &[&[f32]]) -> StepRecord {
+    /// `queries` the step's `Hq x m` query rows and `totals` its column
+    /// totals, if any: each set, in set order, admits the chunk, hands
+    /// each covered head its gathered query rows (and totals), then evicts
+    /// by its step budget with the prefill rule's scores and candidates;
+    /// under a shared budget the sets evict together once all have
+    /// recorded.
+    fn step_prefill(&mut self, first: u64, count: u64, queries: &[&[f32]], totals: Option<Totals>) -> StepRecord {
         let m = queries.len() / self.query_heads;
         let last = first + count - 1;
         let mut records = Vec::with_capacity(self.sets.len());
         for set in &mut self.sets {
             let mut record = set.begin_step(count);
             set.admit_step(first, count, &mut record);
-            set.record_queries(queries, m, last);
+            set.record_queries(queries, m, last, totals);
             if self.shared.is_none() {
                 records.push(set.evict(record, true));
             } else {
@@ -491,15 +507,20 @@ struct SharedBudget {
 
 /// One step of an explicit scenario, as on the wire: how many it admits,
 /// `row` (the proto's `attention`: one full-cache row, `None` if absent),
-/// `heads` (one row per query head when there are several) and `queries`
+/// `heads` (one row per query head when there are several), `queries`
 /// (the query rows of a prefill step, `Hq x m` of them, head 0's first;
-/// spec/prefill.md#query-rows).
+/// spec/prefill.md#query-rows), and `totals` with `total_rows` (the
+/// proto's fields 5 and 6: per query head, head 0 first, one binary64 per
+/// position `0 .. a+c-1`, summed over the step's last `total_rows`
+/// queries; empty and 0 without totals; spec/prefill.md#column-totals).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ScenarioStep {
     pub admit: u32,
     pub row: Option<Vec<f32>>,
     pub heads: Vec<Vec<f32>>,
     pub queries: Vec<Vec<f32>>,
+    pub totals: Vec<Vec<f64>>,
+    pub total_rows: u32,
 }
 
 impl ScenarioStep {
@@ -517,6 +538,12 @@ impl ScenarioStep {
     pub fn prefill(admit: u32, queries: Vec<Vec<f32>>) -> Self {
         ScenarioStep { admit, queries, ..Default::default() }
     }
+
+    /// The same step carrying column totals: `totals[h]` is query head
+    /// `h`'s, over the step's last `total_rows` queries.
+    pub fn with_totals(self, totals: Vec<Vec<f64>>, total_rows: u32) -> Self {
+        ScenarioStep { totals, total_rows, ..self }
+    }
 }
 
 /// What a validated step carries (spec/harness.md#scenarios,
@@ -527,8 +554,9 @@ enum StepRows<'a> {
     Null,
     /// One full-cache row per query head.
     Rows(Vec<&'a [f32]>),
-    /// A prefill step's query rows, `Hq x m`, head 0's first.
-    Queries(Vec<&'a [f32]>),
+    /// A prefill step's query rows, `Hq x m`, head 0's first, and its
+    /// column totals if it carries them.
+    Queries { rows: Vec<&'a [f32]>, totals: Option<Totals<'a>> },
 }
 
 /// A scenario: explicit steps or a generated trace (spec/harness.md#scenarios).
@@ -649,10 +677,12 @@ fn run_multi_head_trace(layer: &mut Layer, params: &TraceParams, heads: HeadCoun
 
 /// The checks of spec/harness.md#refusals for one step of a scenario with
 /// `hq` query heads, in order (spec/heads.md#rows-per-head,
-/// spec/prefill.md#checks): the positions; then the rows (their number,
-/// then each row's length, head 0 first), then the query rows' shape;
-/// then every weight of every row (head 0 first, index 0 up), then every
-/// weight of every query row. Returns what the step carries.
+/// spec/prefill.md#checks, spec/prefill.md#their-checks): the positions;
+/// then the rows (their number, then each row's length, head 0 first),
+/// then the query rows' shape, then the column totals' shape; then every
+/// weight of every row (head 0 first, index 0 up), then every weight of
+/// every query row, then every column total. Returns what the step
+/// carries.
 fn check_explicit_step(first: u64, step: &ScenarioStep, hq: usize) -> Result<StepRows<'_>> {
     if step.admit == 0 {
         return Err(Refusal::new(Category::Position, "a step must admit at least one position"));
@@ -660,11 +690,14 @@ fn check_explicit_step(first: u64, step: &ScenarioStep, hq: usize) -> Result<Ste
     if first + (step.admit as u64 - 1) > MAX_POSITION {
         return Err(Refusal::new(Category::Position, "positions run past 2^32 - 1"));
     }
+    // Check 3: the rows' shape, the query rows', then the totals'.
     let rows = check_rows_shape(first, step, hq)?;
     let has_queries = !step.queries.is_empty();
     if has_queries {
         check_queries_shape(first, step, hq)?;
     }
+    let has_totals = check_totals_shape(first, step, hq)?;
+    // Check 4: the rows' weights, the query rows', then the totals.
     for (h, row) in rows.iter().flatten().enumerate() {
         check_weights(row).map_err(|r| Refusal::new(r.category, format!("head {h}: {}", r.message)))?;
     }
@@ -675,7 +708,15 @@ fn check_explicit_step(first: u64, step: &ScenarioStep, hq: usize) -> Result<Ste
                 Refusal::new(e.category, format!("head {}, query row {}: {}", r / m, r % m, e.message))
             })?;
         }
-        return Ok(StepRows::Queries(step.queries.iter().map(|r| r.as_slice()).collect()));
+        // Totals come only beside query rows (check 3 refused them
+        // otherwise).
+        let totals = if has_totals {
+            check_totals_values(step)?;
+            Some(Totals { sums: &step.totals, rows: step.total_rows })
+        } else {
+            None
+        };
+        return Ok(StepRows::Queries { rows: step.queries.iter().map(|r| r.as_slice()).collect(), totals });
     }
     Ok(match rows {
         None => StepRows::Null,
@@ -759,6 +800,60 @@ fn check_queries_shape(first: u64, step: &ScenarioStep, hq: usize) -> Result<()>
                 row.len(),
                 q + 1
             ));
+        }
+    }
+    Ok(())
+}
+
+/// Step check 3, the column totals (spec/prefill.md#their-checks), after
+/// the query rows' shape: if the step has totals or a `total_rows` above
+/// 0, it has query rows, `hq` lists of totals and `1 <= total_rows <=
+/// admit`; then each head's list, head 0 first, holds exactly `a + c`
+/// values (one per position `0 .. a+c-1`). Every failure is
+/// `ATTENTION_LENGTH`. `Ok(false)`: the step carries no totals.
+fn check_totals_shape(first: u64, step: &ScenarioStep, hq: usize) -> Result<bool> {
+    let refuse = |m: String| Err(Refusal::new(Category::AttentionLength, m));
+    if step.totals.is_empty() && step.total_rows == 0 {
+        return Ok(false);
+    }
+    if step.queries.is_empty() {
+        return refuse("column totals come only beside query rows".into());
+    }
+    if step.totals.len() != hq {
+        return refuse(format!("{} lists of column totals, the scenario has {hq} query heads", step.totals.len()));
+    }
+    if step.total_rows == 0 || step.total_rows > step.admit {
+        return refuse(format!("total_rows is {}, it must be 1 to the step's admit {}", step.total_rows, step.admit));
+    }
+    let positions = first + step.admit as u64;
+    for (h, sums) in step.totals.iter().enumerate() {
+        if sums.len() as u64 != positions {
+            return refuse(format!(
+                "head {h}: {} column totals, the step needs one per position 0 .. {}",
+                sums.len(),
+                positions - 1
+            ));
+        }
+    }
+    Ok(true)
+}
+
+/// Step check 4, the column totals (spec/prefill.md#their-checks), after
+/// the query rows' weights: every total, head 0 first and within a head
+/// from position 0 up, is finite with its sign bit clear, or
+/// `ATTENTION_VALUE`.
+fn check_totals_values(step: &ScenarioStep) -> Result<()> {
+    for (h, sums) in step.totals.iter().enumerate() {
+        for (p, &t) in sums.iter().enumerate() {
+            if !total_accepted(t) {
+                return Err(Refusal::new(
+                    Category::AttentionValue,
+                    format!(
+                        "head {h}: the column total of position {p} is {t} ({:#018x}); totals must be finite and non-negative",
+                        t.to_bits()
+                    ),
+                ));
+            }
         }
     }
     Ok(())
@@ -1281,13 +1376,13 @@ mod heads_tests {
         // The row count before any row's length or weight.
         assert_eq!(with(ScenarioStep::per_head(1, vec![vec![f32::NAN]]), hc(2, 1)), al);
         // `attention` with several heads, even beside the right rows.
-        let both = ScenarioStep { admit: 1, row: Some(vec![0.5, 0.5]), heads: vec![vec![0.5, 0.5]; 2], queries: vec![] };
+        let both = ScenarioStep { admit: 1, row: Some(vec![0.5, 0.5]), heads: vec![vec![0.5, 0.5]; 2], ..Default::default() };
         assert_eq!(with(both, hc(2, 1)), al);
         assert_eq!(with(ScenarioStep::single(1, Some(vec![0.5, 0.5])), hc(2, 1)), al);
         // `heads` with one head, even one row.
         let one = |second| rejection(&run("h2o", &p, HeadCounts::ONE, vec![ScenarioStep::single(2, None), second]));
         assert_eq!(one(ScenarioStep::per_head(1, vec![vec![0.5, 0.5]])), al);
-        assert_eq!(one(ScenarioStep { admit: 1, row: Some(vec![0.5, 0.5]), heads: vec![vec![0.5, 0.5]], queries: vec![] }), al);
+        assert_eq!(one(ScenarioStep { admit: 1, row: Some(vec![0.5, 0.5]), heads: vec![vec![0.5, 0.5]], ..Default::default() }), al);
         assert_eq!(one(ScenarioStep::single(1, Some(vec![0.5, 0.5]))), None);
         // A bad weight in any head, including positions no set keeps.
         assert_eq!(with(ScenarioStep::per_head(1, vec![vec![0.5, 0.5], vec![0.5, -0.0]]), hc(2, 1)), av);

@@ -1,11 +1,12 @@
-//! kvspec-port: a Rust port of kvspec (spec version 0.9.0), written from the
+//! kvspec-port: a Rust port of kvspec (spec version 0.10.0), written from the
 //! documents in `spec/` alone.
 //!
 //! - [`rng`]: xoshiro256** seeded by SplitMix64 (spec/rng.md)
 //! - [`trace`]: the trace generator (spec/trace.md)
 //! - [`harness`]: the decode loop, refusals and eviction log (spec/harness.md)
 //! - [`heads`]: head counts, kept sets and combining heads (spec/heads.md)
-//! - [`prefill`]: query rows, step budgets and ratio budgets (spec/prefill.md)
+//! - [`prefill`]: query rows, column totals, step budgets and ratio budgets
+//!   (spec/prefill.md)
 //! - [`spans`]: spans, position ids, eviction before admission and the
 //!   context shift (spec/spans.md)
 //! - [`policies`]: one module per policy card (spec/policies/*.md)
@@ -36,8 +37,8 @@ pub mod pb {
 }
 
 /// The spec version this port implements (spec/README.md).
-pub const SPEC_VERSION: &str = "0.9.0";
+pub const SPEC_VERSION: &str = "0.10.0";
 /// The features this port implements: all of spec/features.md#the-list.
-pub const FEATURES: &[&str] = &["decode", "trace", "heads", "trace-heads", "adaptive", "prefill", "spans", "contextshift"];
+pub const FEATURES: &[&str] = &["decode", "trace", "heads", "trace-heads", "adaptive", "prefill", "spans", "contextshift", "totals"];
 /// The conformance protocol version (spec/protocol.md#versions).
 pub const PROTOCOL_VERSION: u32 = 1;

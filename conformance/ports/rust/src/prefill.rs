@@ -1,7 +1,8 @@
 //! Prefill (spec/prefill.md): the gathered query rows a kept set's heads
-//! see at a prefill step, when a policy evicts (`prefill_only`), budgets
-//! from a ratio (`ratio_ppm`) and the rules relating them to the other
-//! parameters. Presets are tools-only (spec/prefill.md#presets): a port
+//! see at a prefill step, with their column totals when the step carries
+//! them (spec 0.10.0, feature `totals`), when a policy evicts
+//! (`prefill_only`), budgets from a ratio (`ratio_ppm`) and the rules
+//! relating them to the other parameters. Presets are tools-only (spec/prefill.md#presets): a port
 //! sees only their expanded parameters.
 
 use crate::error::{Category, Refusal, Result};
@@ -92,6 +93,17 @@ pub(crate) fn check_prefill_rules(
     Ok(())
 }
 
+/// A prefill step's column totals as the step carries them
+/// (spec/prefill.md#column-totals): `sums[h]` is query head `h`'s, one
+/// binary64 per position `0 .. a+c-1`, and `rows` is `R` (`total_rows`),
+/// how many of the step's last queries they sum over. Checked before use
+/// (spec/prefill.md#their-checks).
+#[derive(Clone, Copy, Debug)]
+pub struct Totals<'a> {
+    pub sums: &'a [Vec<f64>],
+    pub rows: u32,
+}
+
 /// One head's query rows at a prefill step, gathered at its kept set's
 /// kept positions after the step's admissions
 /// (spec/prefill.md#what-a-policy-sees): row `j` (0-based, of `m`, the
@@ -100,17 +112,56 @@ pub(crate) fn check_prefill_rules(
 /// `covered(j)` kept slots; the last row covers every kept slot. Nothing
 /// is renormalized: `weight(j, i)` is the full row's weight at the
 /// position in slot `i`, bit for bit.
+///
+/// With column totals (spec/prefill.md#column-totals) it also holds this
+/// head's totals, gathered the same way: `total(i)` is the total of the
+/// position in kept slot `i`, read in place, bit for bit.
 pub struct QueryRows<'a> {
     kept: &'a [u32],
     /// This head's `m` full causal rows, ascending query position.
     rows: &'a [&'a [f32]],
     /// The position of the first of the `m` queries.
     first_query: u64,
+    /// This head's column totals, one per position `0 .. a+c-1`, and `R`;
+    /// `None` when the step carries none.
+    totals: Option<(&'a [f64], u32)>,
 }
 
 impl<'a> QueryRows<'a> {
     pub fn new(kept: &'a [u32], rows: &'a [&'a [f32]], first_query: u64) -> Self {
-        QueryRows { kept, rows, first_query }
+        QueryRows { kept, rows, first_query, totals: None }
+    }
+
+    /// The same rows with this head's column totals `sums` (one per
+    /// position `0 .. a+c-1`, checked) over the step's last `total_rows`
+    /// queries (spec/prefill.md#column-totals).
+    pub fn with_totals(self, sums: &'a [f64], total_rows: u32) -> Self {
+        QueryRows { totals: Some((sums, total_rows)), ..self }
+    }
+
+    /// `R`, the number of queries the column totals sum over; `None`
+    /// without totals.
+    pub fn total_rows(&self) -> Option<u32> {
+        self.totals.map(|(_, r)| r)
+    }
+
+    /// The column total of the position in kept slot `i`: the set's
+    /// heads' totals gathered at its kept positions after admission, as
+    /// the rows are (spec/prefill.md#column-totals). Only with totals.
+    #[inline]
+    pub fn total(&self, i: usize) -> f64 {
+        let (sums, _) = self.totals.expect("a step with column totals");
+        sums[self.kept[i] as usize]
+    }
+
+    /// How many of the step's last `count` queries see the position `p` in
+    /// kept slot `i`: `min(count, a + c - p)`, the step admitting `c`
+    /// positions from `a` (spec/prefill.md#column-totals: "Position `p`
+    /// is seen by `min(R, a+c-p)` of the `R` queries"). The queries end at
+    /// `a + c - 1 = first_query + m - 1`.
+    pub fn queries_seeing(&self, i: usize, count: u32) -> u64 {
+        let end = self.first_query + self.rows.len() as u64;
+        (count as u64).min(end - self.kept[i] as u64)
     }
 
     /// `m`, the number of query rows.
@@ -651,5 +702,315 @@ mod scenario_tests {
         p.push(("ratio_ppm", 600_000));
         let log = run("snapkv", &p, vec![snapkv_example()]);
         assert_eq!(ok(&log)[0].victims, vec![1]);
+    }
+
+    // Column totals (spec/prefill.md#column-totals, spec 0.10.0) and h2o's
+    // rule with them (spec/policies/h2o.md#at-prefill, "With column
+    // totals"). Expected values worked from the spec's text.
+
+    #[test]
+    fn h2o_totals_replace_the_rows() {
+        // The card's two examples as totals over all 3 queries (R = 3),
+        // beside one query row (0, 0, 1) that h2o must not read: alone,
+        // that row makes 0 go (0 and 1 tie at 0.0), raw or normalized.
+        let p = |normalize| [("budget", 2), ("recent_window", 0), ("normalize", normalize)];
+        let row = || ScenarioStep::prefill(3, vec![vec![0.0, 0.0, 1.0]]);
+        for normalize in [0, 1] {
+            assert_eq!(ok(&run("h2o", &p(normalize), vec![row()]))[0].victims, vec![0]);
+        }
+        let step = |t: &[f64]| row().with_totals(vec![t.to_vec()], 3);
+        // Raw 1.25, 1.0, 0.25: 2 goes. Normalized by min(3, 3 - p) = 3,
+        // 2, 1: 1.25 / 3, 0.5, 0.25: 2 goes.
+        let raw = run("h2o", &p(0), vec![step(&[1.25, 1.0, 0.25])]);
+        assert_eq!(ok(&raw)[0].victims, vec![2]);
+        assert_eq!(raw.steps[0].cut, vec![(2, 0.25), (1, 1.0), (0, 1.25)]);
+        assert_eq!((raw.steps[0].kept_count, raw.steps[0].query_cache_position), (2, 0));
+        let norm = run("h2o", &p(1), vec![step(&[1.25, 1.0, 0.25])]);
+        assert_eq!(ok(&norm)[0].victims, vec![2]);
+        assert_eq!(norm.steps[0].cut, vec![(2, 0.25), (0, 1.25 / 3.0), (1, 0.5)]);
+        // Raw 0.875, 1.0, 0.625: 2 goes; normalized 0.2916..., 0.5, 0.625:
+        // 0 goes.
+        let raw2 = run("h2o", &p(0), vec![step(&[0.875, 1.0, 0.625])]);
+        assert_eq!(ok(&raw2)[0].cut, vec![(2, 0.625), (0, 0.875), (1, 1.0)]);
+        let norm2 = run("h2o", &p(1), vec![step(&[0.875, 1.0, 0.625])]);
+        assert_eq!(ok(&norm2)[0].victims, vec![0]);
+        assert_eq!(norm2.steps[0].cut, vec![(0, 0.875 / 3.0), (1, 0.5), (2, 0.625)]);
+        // The rows these totals come from, carried whole, give the same
+        // log bit for bit.
+        let first: [&[f32]; 3] = [&[0.5], &[0.25, 0.75], &[0.5, 0.25, 0.25]];
+        let second: [&[f32]; 3] = [&[0.5], &[0.25, 0.75], &[0.125, 0.25, 0.625]];
+        assert_eq!(run("h2o", &p(0), vec![causal(&first)]), raw);
+        assert_eq!(run("h2o", &p(1), vec![causal(&first)]), norm);
+        assert_eq!(run("h2o", &p(0), vec![causal(&second)]), raw2);
+        assert_eq!(run("h2o", &p(1), vec![causal(&second)]), norm2);
+    }
+
+    #[test]
+    fn h2o_totals_normalize_by_their_own_rows() {
+        // normalize divides by min(R, a + c - p), R the totals' queries,
+        // not c nor m. A prefill of 4, R = 2, totals 0.5, 0.4, 0.75, 0.3:
+        // divisors 2, 2, 2, 1 give 0.25, 0.2, 0.375, 0.3 and 1 goes;
+        // divisors from c (4, 3, 2, 1) would give 0.125, 0.1333..., 0.375,
+        // 0.3 and 0 would go; from the one query row (min(1, ...) = 1) the
+        // raw totals, and 3 (0.3) would.
+        let step = ScenarioStep::prefill(4, vec![vec![0.25; 4]]).with_totals(vec![vec![0.5, 0.4, 0.75, 0.3]], 2);
+        let log = run("h2o", &[("budget", 3), ("recent_window", 0), ("normalize", 1)], vec![step]);
+        assert_eq!(ok(&log)[0].victims, vec![1]);
+        assert_eq!(log.steps[0].cut, vec![(1, 0.4 / 2.0), (0, 0.5 / 2.0), (3, 0.3), (2, 0.75 / 2.0)]);
+    }
+
+    #[test]
+    fn h2o_totals_are_gathered_at_the_kept_positions() {
+        // Budget 2, recent_window 0: step 0 admits 0..2 with null
+        // attention and evicts 0 (all 0.0, the lowest position). Step 1
+        // admits 3 and 4 with totals over R = 2 queries, 9.0 (position 0,
+        // no longer kept), 0.3, 0.25, 0.75, 0.2; kept 1..4.
+        let steps = || {
+            vec![
+                ScenarioStep::single(3, None),
+                ScenarioStep::prefill(2, vec![vec![0.25; 5]]).with_totals(vec![vec![9.0, 0.3, 0.25, 0.75, 0.2]], 2),
+            ]
+        };
+        let p = |normalize| [("budget", 2), ("recent_window", 0), ("normalize", normalize)];
+        // Raw: 4 (0.2) and 2 (0.25) go.
+        let raw = run("h2o", &p(0), steps());
+        assert_eq!(ok(&raw)[0].victims, vec![0]);
+        assert_eq!(raw.steps[1].victims, vec![2, 4]);
+        assert_eq!(raw.steps[1].cut, vec![(4, 0.2), (2, 0.25), (1, 0.3), (3, 0.75)]);
+        assert_eq!((raw.steps[1].kept_count, raw.steps[1].query_cache_position), (2, 2));
+        // Normalized, divisors min(2, 5 - p) = 2, 2, 2, 1: 0.15, 0.125,
+        // 0.375, 0.2: 2 and 1 go.
+        let norm = run("h2o", &p(1), steps());
+        assert_eq!(ok(&norm)[1].victims, vec![1, 2]);
+        assert_eq!(norm.steps[1].cut, vec![(2, 0.25 / 2.0), (1, 0.3 / 2.0), (4, 0.2), (3, 0.75 / 2.0)]);
+    }
+
+    /// Two query heads in two sets (granularity 2), budget 2, recent_window
+    /// 0: step 0 admits 0, 1 (null); step 1 admits 2 with head 0's row (1,
+    /// 0) and head 1's (0, 1): set 0 keeps 0, 2 (1 and 2 tie at 0.0, 1
+    /// goes), set 1 keeps 1, 2. Step 2 admits 3, 4 with one zero query row
+    /// per head and totals over R = 2: head 0's (0.5, 9.0, 0.25, 0.125,
+    /// 0.0625), head 1's (9.0, 0.125, 0.0, 0.25, 0.375); each set reads
+    /// its own head's totals at its own kept positions (the 9.0s at
+    /// positions it no longer keeps).
+    fn two_set_totals_steps() -> Vec<ScenarioStep> {
+        vec![
+            ScenarioStep::per_head(2, vec![]),
+            ScenarioStep::per_head(1, vec![vec![1.0, 0.0], vec![0.0, 1.0]]),
+            ScenarioStep::prefill(2, vec![vec![0.0; 5], vec![0.0; 5]])
+                .with_totals(vec![vec![0.5, 9.0, 0.25, 0.125, 0.0625], vec![9.0, 0.125, 0.0, 0.25, 0.375]], 2),
+        ]
+    }
+
+    #[test]
+    fn h2o_totals_per_head_and_per_set() {
+        let heads = HeadCounts { query: 2, kv: 2 };
+        let run2 = |extra: &[(&str, i64)]| {
+            let mut p = vec![("budget", 2), ("recent_window", 0), ("granularity", 2)];
+            p.extend_from_slice(extra);
+            run_scenario_with_heads("h2o", &params(&p), 0, heads, &Scenario::Steps(two_set_totals_steps()))
+        };
+        let raw = run2(&[]);
+        let s = ok(&raw);
+        assert_eq!(s[1].sets.iter().map(|r| r.victims.clone()).collect::<Vec<_>>(), vec![vec![1], vec![0]]);
+        // Set 0 (kept 0, 2, 3, 4): 1.0 + 0.5, 0.25, 0.125, 0.0625. Set 1
+        // (kept 1, 2, 3, 4): 1.0 + 0.125, 0.0, 0.25, 0.375.
+        assert_eq!(s[2].sets[0].victims, vec![3, 4]);
+        assert_eq!(s[2].sets[0].cut, vec![(4, 0.0625), (3, 0.125), (2, 0.25), (0, 1.5)]);
+        assert_eq!(s[2].sets[1].victims, vec![2, 3]);
+        assert_eq!(s[2].sets[1].cut, vec![(2, 0.0), (3, 0.25), (4, 0.375), (1, 1.125)]);
+        // normalize 1, divisors min(2, 5 - p): 2 but for position 4 (1).
+        // Set 0: 1.25, 0.125, 0.0625, 0.0625 (3 before 4 by position).
+        // Set 1: 1.0625, 0.0, 0.125, 0.375.
+        let norm = run2(&[("normalize", 1)]);
+        let s = ok(&norm);
+        assert_eq!(s[2].sets[0].victims, vec![3, 4]);
+        assert_eq!(s[2].sets[0].cut, vec![(3, 0.0625), (4, 0.0625), (2, 0.125), (0, 1.25)]);
+        assert_eq!(s[2].sets[1].victims, vec![2, 3]);
+        assert_eq!(s[2].sets[1].cut, vec![(2, 0.0), (3, 0.125), (4, 0.375), (1, 1.0625)]);
+        // AdaKV (adaptive 1, floor max(1, 2 * 200 / 1000) = 1): step 1 as
+        // above (ranked (0.0, 0, set 1), (0.0, 1, set 0), ...). Step 2:
+        // T = 8 of L = 4, ranked (0.0, 2, set 1), (0.0625, 4, set 0),
+        // (0.125, 3, set 0), (0.25, 2, set 0) before (0.25, 3, set 1) by
+        // position: set 0 loses 2, 3, 4 (keeping its floor), set 1 its 2.
+        let shared = run2(&[("adaptive", 1)]);
+        let s = ok(&shared);
+        assert_eq!(s[1].sets.iter().map(|r| r.victims.clone()).collect::<Vec<_>>(), vec![vec![1], vec![0]]);
+        assert_eq!(s[2].sets[0].victims, vec![2, 3, 4]);
+        assert_eq!(s[2].sets[0].cut, vec![(4, 0.0625), (3, 0.125), (2, 0.25), (0, 1.5)]);
+        assert_eq!(s[2].sets[0].kept_count, 1);
+        assert_eq!(s[2].sets[1].victims, vec![2]);
+        assert_eq!(s[2].sets[1].cut, vec![(2, 0.0), (3, 0.25), (4, 0.375), (1, 1.125)]);
+        assert_eq!(s[2].sets[1].kept_count, 3);
+    }
+
+    #[test]
+    fn h2o_totals_from_the_rows_give_the_rows_log() {
+        // spec/prefill.md#column-totals: totals formed from rows (summed
+        // from +0.0 in ascending query order, R = m) give bit for bit the
+        // log those rows give, normalize 0 or 1, one set or several, and
+        // decoding continues from the same sums.
+        let mut rng = crate::rng::Rng::new(0x0010_0000);
+        for case in 0..40u64 {
+            let hq = [1usize, 2, 4][case as usize % 3];
+            let prefix = rng.uniform(5) as u32;
+            let c = 1 + rng.uniform(8) as u32;
+            let m = 1 + rng.uniform(c as u64) as u32;
+            let end = (prefix + c) as usize;
+            let mut queries = Vec::new();
+            for _ in 0..hq {
+                for q in end - m as usize..end {
+                    queries.push((0..=q).map(|_| rng.uniform_float()).collect::<Vec<f32>>());
+                }
+            }
+            let mut totals = vec![vec![0.0f64; end]; hq];
+            for (r, row) in queries.iter().enumerate() {
+                for (p, &w) in row.iter().enumerate() {
+                    totals[r / m as usize][p] += w as f64;
+                }
+            }
+            let decode = |n: usize| {
+                if hq == 1 {
+                    ScenarioStep::single(1, Some(vec![0.125; n]))
+                } else {
+                    ScenarioStep::per_head(1, vec![vec![0.125; n]; hq])
+                }
+            };
+            let null = if hq == 1 { ScenarioStep::single(prefix, None) } else { ScenarioStep::per_head(prefix, vec![]) };
+            let mut rows_steps = if prefix > 0 { vec![null] } else { vec![] };
+            rows_steps.push(ScenarioStep::prefill(c, queries.clone()));
+            rows_steps.push(decode(end));
+            let mut totals_steps = rows_steps.clone();
+            let at = totals_steps.len() - 2;
+            totals_steps[at] = ScenarioStep::prefill(c, queries).with_totals(totals, m);
+            for normalize in [0, 1] {
+                for granularity in [0, 2] {
+                    let p = params(&[
+                        ("budget", 3),
+                        ("recent_window", 0),
+                        ("granularity", granularity),
+                        ("aggregation", 1),
+                        ("normalize", normalize),
+                    ]);
+                    let heads = HeadCounts { query: hq as u32, kv: 1 };
+                    let rows = run_scenario_with_heads("h2o", &p, 0, heads, &Scenario::Steps(rows_steps.clone()));
+                    let with = run_scenario_with_heads("h2o", &p, 0, heads, &Scenario::Steps(totals_steps.clone()));
+                    ok(&rows);
+                    let bits = |log: &EvictionLog| {
+                        log.steps
+                            .iter()
+                            .flat_map(|r| std::iter::once(r).chain(&r.sets))
+                            .map(|r| (r.victims.clone(), r.cut.iter().map(|&(p, s)| (p, s.to_bits())).collect::<Vec<_>>()))
+                            .collect::<Vec<_>>()
+                    };
+                    assert_eq!(bits(&with), bits(&rows), "case {case} normalize {normalize} granularity {granularity}");
+                    assert_eq!(with, rows);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn other_policies_ignore_totals() {
+        // Only h2o reads totals; tova and snapkv decide by the query rows,
+        // the positional policies by positions, as without them. A prefix
+        // of 1, then a prefill of 3 with query 3's row (0.25, 0.5, 0.125,
+        // 0.375) and totals (0.0, 9.0, 9.0, 9.0) over R = 1.
+        let row = || ScenarioStep::prefill(3, vec![vec![0.25, 0.5, 0.125, 0.375]]);
+        for (policy, p) in [
+            ("tova", vec![("budget", 2), ("recent_window", 0)]),
+            ("snapkv", vec![("budget", 2), ("recent_window", 0)]),
+            ("streamingllm", vec![("budget", 2), ("sinks", 1)]),
+            ("full", vec![]),
+            ("window", vec![("budget", 2)]),
+            ("random", vec![("budget", 2), ("recent_window", 1)]),
+        ] {
+            let plain = run(policy, &p, vec![ScenarioStep::single(1, None), row()]);
+            ok(&plain);
+            let with = run(policy, &p, vec![ScenarioStep::single(1, None), row().with_totals(vec![vec![0.0, 9.0, 9.0, 9.0]], 1)]);
+            assert_eq!(with, plain, "{policy}");
+            // Checked all the same.
+            let bad = ScenarioStep::prefill(3, vec![vec![0.25, 0.5, 0.125]]).with_totals(vec![vec![0.0, f64::NAN, 9.0]], 1);
+            assert_eq!(rejection(&run(policy, &p, vec![bad])), Some((Category::AttentionValue, 0)), "{policy}");
+        }
+        // h2o does read them (budget 2): the row alone makes 2 (0.125) and
+        // 0 (0.25) go; the totals make 0 (0.0) and, of the tie at 9.0,
+        // the lowest position, 1.
+        let p = [("budget", 2), ("recent_window", 0)];
+        let plain = run("h2o", &p, vec![ScenarioStep::single(1, None), row()]);
+        let with = run("h2o", &p, vec![ScenarioStep::single(1, None), row().with_totals(vec![vec![0.0, 9.0, 9.0, 9.0]], 1)]);
+        assert_eq!(ok(&plain)[1].victims, vec![0, 2]);
+        assert_eq!(ok(&with)[1].victims, vec![0, 1]);
+    }
+
+    #[test]
+    fn totals_checks_in_order() {
+        // spec/prefill.md#their-checks: the totals' shape after the query
+        // rows' shape (check 3), their values after the query rows'
+        // weights (check 4); spec/harness.md#refusals.
+        let p = [("budget", 2), ("recent_window", 0)];
+        let al = Some((Category::AttentionLength, 0));
+        let av = Some((Category::AttentionValue, 0));
+        let check = |hq: u32, steps: Vec<ScenarioStep>| {
+            let heads = HeadCounts { query: hq, kv: 1 };
+            rejection(&run_scenario_with_heads("h2o", &params(&p), 0, heads, &Scenario::Steps(steps)))
+        };
+        let one = |step: ScenarioStep| check(1, vec![step]);
+        let rows = || ScenarioStep::prefill(2, vec![vec![0.5, 0.5]]);
+        // Well formed: R 1 or 2, two values; 0.0 and large values pass.
+        assert_eq!(one(rows().with_totals(vec![vec![0.5, 0.5]], 2)), None);
+        assert_eq!(one(rows().with_totals(vec![vec![0.0, 1e300]], 1)), None);
+        // Totals without query rows: null attention, or beside a row.
+        assert_eq!(one(ScenarioStep::single(2, None).with_totals(vec![vec![0.5, 0.5]], 2)), al);
+        let beside = ScenarioStep::single(1, Some(vec![0.5])).with_totals(vec![vec![0.5, 0.5]], 1);
+        assert_eq!(check(1, vec![ScenarioStep::single(1, None), beside]), Some((Category::AttentionLength, 1)));
+        // ... even with a bad weight in that row: shape before values.
+        let beside = ScenarioStep::single(1, Some(vec![f32::NAN])).with_totals(vec![vec![0.5, 0.5]], 1);
+        assert_eq!(check(1, vec![ScenarioStep::single(1, None), beside]), Some((Category::AttentionLength, 1)));
+        // total_rows 0 with totals, above admit, or above 0 without totals.
+        assert_eq!(one(rows().with_totals(vec![vec![0.5, 0.5]], 0)), al);
+        assert_eq!(one(rows().with_totals(vec![vec![0.5, 0.5]], 3)), al);
+        assert_eq!(one(rows().with_totals(vec![], 1)), al);
+        // One value short, one too many, two lists for one head.
+        assert_eq!(one(rows().with_totals(vec![vec![0.5]], 2)), al);
+        assert_eq!(one(rows().with_totals(vec![vec![0.5; 3]], 2)), al);
+        assert_eq!(one(rows().with_totals(vec![vec![0.5, 0.5]; 2], 2)), al);
+        // Values: NaN, the infinities, -0.0, a negative, the smallest
+        // negative subnormal; at any position.
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0, -0.5, -f64::from_bits(1)] {
+            assert_eq!(one(rows().with_totals(vec![vec![0.5, bad]], 2)), av, "{bad}");
+            assert_eq!(one(rows().with_totals(vec![vec![bad, 0.5]], 1)), av, "{bad}");
+        }
+        // Several heads: Hq lists, each a + c long, head 0 first.
+        let two = |totals: Vec<Vec<f64>>| {
+            let q = ScenarioStep::prefill(1, vec![vec![0.5, 0.5], vec![0.5, 0.5]]).with_totals(totals, 1);
+            check(2, vec![ScenarioStep::per_head(1, vec![]), q])
+        };
+        let (al1, av1) = (Some((Category::AttentionLength, 1)), Some((Category::AttentionValue, 1)));
+        assert_eq!(two(vec![vec![0.5, 0.5], vec![0.0, 0.25]]), None);
+        assert_eq!(two(vec![vec![0.5, 0.5]]), al1);
+        assert_eq!(two(vec![vec![0.5, 0.5], vec![0.5]]), al1);
+        assert_eq!(two(vec![vec![0.5, 0.5], vec![0.5, -1.0]]), av1);
+        // Every head's shape before any value: head 0's NaN beside head
+        // 1's short list is a length fault.
+        assert_eq!(two(vec![vec![f64::NAN, 0.5], vec![0.5]]), al1);
+        // Order, check 3 before 4: short totals beside a NaN query weight
+        // is a length fault; a short query row beside a NaN total too.
+        assert_eq!(one(ScenarioStep::prefill(2, vec![vec![0.5, f32::NAN]]).with_totals(vec![vec![0.5]], 2)), al);
+        assert_eq!(one(ScenarioStep::prefill(2, vec![vec![0.5]]).with_totals(vec![vec![0.5, f64::NAN]], 2)), al);
+        // Within check 4: the query rows' weights before the totals'.
+        assert_eq!(
+            one(ScenarioStep::prefill(2, vec![vec![0.5, f32::NAN]]).with_totals(vec![vec![0.5, f64::NAN]], 2)),
+            av
+        );
+        let log = run("h2o", &p, vec![ScenarioStep::prefill(2, vec![vec![0.5, f32::NAN]]).with_totals(vec![vec![0.5, f64::NAN]], 2)]);
+        assert!(log.rejection.unwrap().refusal.message.contains("query row"));
+        // The positions before everything.
+        assert_eq!(one(ScenarioStep::prefill(0, vec![]).with_totals(vec![vec![f64::NAN]], 0)), Some((Category::Position, 0)));
+        // Steps in order: a totals fault at step 1 before a fault at 2.
+        let short = ScenarioStep::prefill(2, vec![vec![0.5; 3]]).with_totals(vec![vec![0.5; 2]], 2);
+        let steps = vec![ScenarioStep::single(1, None), short, ScenarioStep::single(0, None)];
+        let log = run("h2o", &p, steps);
+        assert_eq!((rejection(&log), log.steps.len()), (Some((Category::AttentionLength, 1)), 1));
     }
 }

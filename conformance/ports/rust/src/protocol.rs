@@ -156,6 +156,9 @@ fn run_request(req: &conf::Request) -> conf::response::Result {
                     row: s.attention.as_ref().map(|a| a.weights.clone()),
                     heads: s.heads.iter().map(|a| a.weights.clone()).collect(),
                     queries: s.queries.iter().map(|a| a.weights.clone()).collect(),
+                    // spec/prefill.md#column-totals: fields 5 and 6.
+                    totals: s.totals.iter().map(|t| t.sums.clone()).collect(),
+                    total_rows: s.total_rows,
                 })
                 .collect(),
         ),
@@ -188,7 +191,7 @@ mod tests {
             policy: Some(kv::PolicyConfig { name: "window".into(), parameters: vec![], seed: 0 }),
             scenario: Some(kv::Scenario {
                 id: "s".into(),
-                steps: vec![kv::Step { admit: 1, attention: None, heads: vec![], queries: vec![] }],
+                steps: vec![kv::Step { admit: 1, ..Default::default() }],
                 trace: Some(kv::TraceConfig { steps: Some(4), ..Default::default() }),
                 query_heads: None,
                 kv_heads: None,
@@ -219,7 +222,7 @@ mod tests {
     fn steps_scenario(q: Option<u32>, kv: Option<u32>) -> kv::Scenario {
         kv::Scenario {
             id: "s".into(),
-            steps: vec![kv::Step { admit: 1, attention: None, heads: vec![], queries: vec![] }],
+            steps: vec![kv::Step { admit: 1, ..Default::default() }],
             trace: None,
             query_heads: q,
             kv_heads: kv,
@@ -291,8 +294,8 @@ mod tests {
         let scenario = kv::Scenario {
             id: "s".into(),
             steps: vec![
-                kv::Step { admit: 1, attention: None, heads: vec![], queries: vec![] },
-                kv::Step { admit: 1, attention: None, heads: vec![row(vec![0.5]), row(vec![0.0])], queries: vec![] },
+                kv::Step { admit: 1, ..Default::default() },
+                kv::Step { admit: 1, heads: vec![row(vec![0.5]), row(vec![0.0])], ..Default::default() },
             ],
             trace: None,
             query_heads: Some(2),
@@ -319,18 +322,20 @@ mod tests {
         // spec/spans.md#the-log: with spans 1 each step carries its spans
         // and held set whatever want_cut; the hello declares the feature.
         assert!(hello_reply().features.iter().any(|f| f == "spans"));
-        assert_eq!(hello_reply().spec_version, "0.9.0");
-        // spec 0.9.0: "contextshift" right after "spans" (spec/features.md#the-list).
+        assert_eq!(hello_reply().spec_version, "0.10.0");
+        // spec 0.9.0: "contextshift" right after "spans"; spec 0.10.0:
+        // "totals" right after it, last (spec/features.md#the-list).
         let features = hello_reply().features;
         let at = features.iter().position(|f| f == "spans").unwrap();
         assert_eq!(features.get(at + 1).map(String::as_str), Some("contextshift"));
+        assert_eq!(features[at + 2..], ["totals".to_string()]);
         let param = |name: &str, value| kv::Parameter { name: name.into(), value };
         let policy = kv::PolicyConfig {
             name: "streamingllm".into(),
             parameters: vec![param("budget", 6), param("sinks", 2), param("spans", 1), param("evict_at", 2), param("position_ids", 1)],
             seed: 0,
         };
-        let step = |admit| kv::Step { admit, attention: None, heads: vec![], queries: vec![] };
+        let step = |admit| kv::Step { admit, ..Default::default() };
         let scenario = kv::Scenario {
             id: "s".into(),
             steps: vec![step(4), step(3), step(1)],
@@ -349,5 +354,51 @@ mod tests {
             vec![kv::HeldRun { first: 0, last: 1, id: 0 }, kv::HeldRun { first: 4, last: 7, id: 2 }]
         );
         assert_eq!(log.steps[0].spans.len(), 4);
+    }
+
+    #[test]
+    fn totals_travel_from_the_wire() {
+        // spec/prefill.md#column-totals: Step fields 5 (`totals`, one
+        // ColumnTotals per query head) and 6 (`total_rows`) reach h2o. Raw
+        // totals (0.875, 1.0, 0.625) over R = 3 make 2 go; the row (0, 0,
+        // 1) beside them, read alone, would make 0 go.
+        let h2o = kv::PolicyConfig {
+            name: "h2o".into(),
+            parameters: vec![
+                kv::Parameter { name: "budget".into(), value: 2 },
+                kv::Parameter { name: "recent_window".into(), value: 0 },
+            ],
+            seed: 0,
+        };
+        let step = |sums: Vec<f64>, total_rows| kv::Step {
+            admit: 3,
+            queries: vec![kv::AttentionRow { weights: vec![0.0, 0.0, 1.0] }],
+            totals: vec![kv::ColumnTotals { sums }],
+            total_rows,
+            ..Default::default()
+        };
+        let scenario = |s: kv::Step| kv::Scenario { id: "s".into(), steps: vec![s], ..Default::default() };
+        let req = conf::Request {
+            seq: 1,
+            case_id: "x".into(),
+            policy: Some(h2o.clone()),
+            scenario: Some(scenario(step(vec![0.875, 1.0, 0.625], 3))),
+            want_cut: true,
+        };
+        let Some(conf::response::Result::Log(log)) = handle_request(&req).result else { panic!() };
+        assert!(log.rejection.is_none());
+        assert_eq!(log.steps[0].victims, vec![2]);
+        assert_eq!(log.steps[0].cut.iter().map(|r| (r.position, r.score)).collect::<Vec<_>>(), vec![(2, 0.625), (0, 0.875), (1, 1.0)]);
+        let mut without = step(vec![], 0);
+        without.totals.clear();
+        let req = conf::Request { scenario: Some(scenario(without)), ..req };
+        let Some(conf::response::Result::Log(log)) = handle_request(&req).result else { panic!() };
+        assert_eq!(log.steps[0].victims, vec![0]);
+        // total_rows 0 beside totals: ATTENTION_LENGTH at step 0; a -0.0
+        // total: ATTENTION_VALUE.
+        let length = kv::ErrorCategory::AttentionLength as i32;
+        let value = kv::ErrorCategory::AttentionValue as i32;
+        assert_eq!(rejection_of(h2o.clone(), scenario(step(vec![0.875, 1.0, 0.625], 0))), Some((length, 0)));
+        assert_eq!(rejection_of(h2o, scenario(step(vec![0.875, -0.0, 0.625], 3))), Some((value, 0)));
     }
 }

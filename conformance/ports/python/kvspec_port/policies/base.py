@@ -6,7 +6,8 @@ A decode step records (spec/harness.md#the-decode-step), admits, then evicts
 spec/prefill.md#the-prefill-step) admits, records the query rows by the
 policy's prefill rule, then evicts by the step budget
 (spec/prefill.md#when-a-policy-evicts), with the scores and candidates of
-the prefill rule.
+the prefill rule. With column totals (spec/prefill.md#column-totals) a
+policy that reads them (h2o) records them instead of the query rows.
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ class Policy:
     # set per granularity unit (spec/heads.md#kept-sets); the others keep
     # one set whatever the heads.
     READS_ATTENTION = False
+    # spec/prefill.md#column-totals: "only `h2o` reads them"; every other
+    # policy ignores a step's column totals (they are checked all the same).
+    READS_TOTALS = False
 
     def __init__(self, params: dict, rng) -> None:
         # Parameters absent from `params` take their defaults (a policy built
@@ -72,13 +76,18 @@ class Policy:
 
     # -- one step ------------------------------------------------------------
     def step(self, first: int, count: int, attention: Optional[Sequence[float]],
-             queries: Optional[Sequence[Sequence[float]]] = None) -> StepOutcome:
+             queries: Optional[Sequence[Sequence[float]]] = None,
+             totals: Optional[Sequence[float]] = None, total_rows: int = 0) -> StepOutcome:
         """Policy::Step with explicit positions: validate, then run.
 
         `queries`: None (a decode step) or the step's query rows, already
         gathered at the kept positions after admission
         (spec/prefill.md#what-a-policy-sees): row j of m has n - m + 1 + j
         weights, n the kept count after admission.
+        `totals`, `total_rows`: None and 0 (no column totals) or the step's
+        column totals gathered likewise, one binary64 per kept position
+        after admission, over the step's last `total_rows` queries
+        (spec/prefill.md#column-totals).
         """
         # spec/harness.md#refusals, "Called directly".
         if count < 1:
@@ -112,14 +121,37 @@ class Policy:
                     if not weight_ok(w):
                         raise Refusal(ATTENTION_VALUE, f"query row {j}, weight {i} is {w!r}")
             prefill = (m, [np.asarray(q, dtype=np.float64) for q in queries])
+        if totals is not None or total_rows != 0:
+            # spec/harness.md#refusals, called directly, check 7 (the
+            # gathered counterpart of spec/prefill.md#their-checks): beside
+            # query rows, `total_rows` 1 to `count`, one total per kept
+            # position after admission; then each total.
+            n = len(self.kept) + count
+            have = 0 if totals is None else len(totals)
+            if queries is None or totals is None or not 1 <= total_rows <= count or have != n:
+                raise Refusal(
+                    ATTENTION_LENGTH,
+                    f"column totals need query rows beside them, total_rows 1..{count} and {n} "
+                    f"values; got total_rows {total_rows}, {have} values",
+                )
+            sums = np.asarray(totals, dtype=np.float64)
+            bad = ~np.isfinite(sums) | np.signbit(sums)  # finite, sign bit clear (binary64)
+            if bad.any():
+                i = int(np.argmax(bad))  # from index 0 up
+                raise Refusal(ATTENTION_VALUE, f"column total {i} is {sums[i]!r}")
+            prefill = prefill + ((total_rows, sums),)
         return self.step_unchecked(first, count, attention, prefill)
 
     def step_unchecked(self, first: int, count: int, attention, prefill=None) -> StepOutcome:
         """One step. `prefill`: None for a decode step; for a prefill step
-        (m, rows): m the number of query rows per head, rows this policy's
-        gathered query rows (spec/prefill.md#what-a-policy-sees), or None for
-        a policy that reads no attention (spec/prefill.md#the-prefill-step:
-        positional policies do not read them)."""
+        (m, rows) or (m, rows, totals): m the number of query rows per head,
+        rows this policy's gathered query rows
+        (spec/prefill.md#what-a-policy-sees), or None for a policy that reads
+        no attention (spec/prefill.md#the-prefill-step: positional policies
+        do not read them); totals, when the step has column totals, is
+        (R, sums): `total_rows` and this policy's gathered totals, one
+        binary64 per kept position after admission
+        (spec/prefill.md#column-totals)."""
         query = len(self.kept)
         if attention is not None:
             self.record(attention)
@@ -140,8 +172,13 @@ class Policy:
             record = spans_mod.step_record(self.kept, first, count, self.sinks_held(), self.params)
         m = None
         if prefill is not None:
-            m, rows = prefill
-            if rows is not None:
+            m, rows = prefill[:2]
+            totals = prefill[2] if len(prefill) > 2 else None
+            if totals is not None and self.READS_TOTALS:
+                # spec/prefill.md#column-totals: a policy that reads totals
+                # reads them instead of the query rows.
+                self.record_totals(*totals)
+            elif rows is not None:
                 self.record_queries(m, rows)
         # spec/spans.md#the-log: `victims` holds every position evicted at
         # the step, before or after admission (never both).
@@ -161,6 +198,12 @@ class Policy:
     def record_queries(self, m: int, rows: Sequence[np.ndarray]) -> None:
         """Record a prefill step's query rows (m rows, gathered at the kept
         positions after admission) by the card's "At prefill" rule."""
+
+    def record_totals(self, total_rows: int, totals: np.ndarray) -> None:
+        """Record a prefill step's column totals (over its last `total_rows`
+        queries, gathered at the kept positions after admission) instead of
+        its query rows; called only when READS_TOTALS
+        (spec/prefill.md#column-totals)."""
 
     def evict(self, m: Optional[int] = None) -> Tuple[List[int], List[Tuple[int, float]]]:
         """Evict after admission. `m`: None at a decode step, else the

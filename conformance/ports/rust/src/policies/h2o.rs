@@ -1,6 +1,7 @@
 //! `h2o`: evicts the lowest cumulative attention since admission, summed in
 //! binary64 in step order; at a prefill step, adds each slot's observed
-//! attention from the query rows. Card: spec/policies/h2o.md.
+//! attention from the query rows, or from the column totals when the step
+//! carries them. Card: spec/policies/h2o.md.
 use super::{
     check_recent_below_budget, head_options, prefill_options, resolve_params, retain_slots, with_shared_params,
     ParamSpec, Policy, QueryRows, BUDGET, RECENT_WINDOW,
@@ -61,7 +62,23 @@ impl Policy for H2o {
     /// ascending query position, of the gathered rows that cover it,
     /// divided by their number with `normalize` 1, then added to its sum in
     /// one addition (spec/policies/h2o.md#at-prefill).
+    ///
+    /// With column totals ("With column totals", spec 0.10.0) the
+    /// contribution is the slot's gathered total instead, divided with
+    /// `normalize` 1 by `min(R, a + c - p)`, the number of the `R` queries
+    /// that see its position `p`, then added in one addition; the query
+    /// rows are not read.
     fn record_queries(&mut self, rows: &QueryRows) {
+        if let Some(r) = rows.total_rows() {
+            for (i, sum) in self.cumulative.iter_mut().enumerate() {
+                let mut c = rows.total(i);
+                if self.normalize {
+                    c /= rows.queries_seeing(i, r) as f64;
+                }
+                *sum += c;
+            }
+            return;
+        }
         let n = self.cumulative.len();
         let mut contribution = vec![0.0f64; n];
         let mut seen = vec![0u64; n];

@@ -52,7 +52,9 @@ pub trait Policy {
     fn record(&mut self, attention: &[f32]);
     /// Prefill: record this head's gathered query rows by the card's
     /// prefill rule ("At prefill"), after the chunk's admission. Policies
-    /// that read no attention ignore them.
+    /// that read no attention ignore them. `rows` also holds the head's
+    /// gathered column totals when the step carries them
+    /// (spec/prefill.md#column-totals); only `h2o` reads them.
     fn record_queries(&mut self, _rows: &QueryRows) {}
     /// Append per-slot state for `count` newly admitted positions.
     fn admit(&mut self, count: usize);
