@@ -30,6 +30,16 @@ one tensor (one per chunk with --prefill_chunk) to the .safetensors file
         that each chunk's rows are transformers' output_attentions rows
         cut at e, bit for bit, and that the last chunk's are window.<n>'s.
 
+    totals.<n>   F64 [Hq, L]      (--totals, beside window.<n>)
+        the column totals of spec/prefill.md#column-totals over all L
+        queries: for each head and key p, the float64 sum of the float32
+        weights every query q >= p pays to p, added row by row in ascending
+        q from +0.0 (so the totals are bit for bit what h2o's prefill rule
+        sums from the whole matrix). Every row is computed, a block at a
+        time, but only the window's rows are kept: H2O's observed attention
+        at any length, for the cost of the whole matrix's arithmetic and
+        none of its storage. Eager attention only.
+
 Nothing of size L x L is ever held: rows are computed from the layer's queries
 and keys a block of rows at a time (--block_rows), with the arithmetic of the
 attention the rows stand for (--attention):
@@ -165,6 +175,11 @@ def parse_args(argv):
                         "chunk end e = C, 2C, ..., L, the rows of the "
                         "chunk's last m_e = min(--window, chunk length) "
                         "queries over keys 0..e-1")
+    parser.add_argument("--totals", action="store_true",
+                        help="also write totals.<n> F64 [heads, L]: each "
+                        "key's column total over every query "
+                        "(spec/prefill.md#column-totals), for h2o; eager "
+                        "attention, window layout only")
     parser.add_argument("--attention", choices=("eager", "sdpa"),
                         default="eager",
                         help="the attention whose rows to capture (default "
@@ -378,8 +393,12 @@ class SafetensorsWriter:
 class Capture:
     """The attention function the model runs, and what it records."""
 
-    def __init__(self, torch, layers, spans, attention, block_rows, writer):
+    def __init__(self, torch, layers, spans, attention, block_rows, writer,
+                 totals=False):
         self.torch = torch
+        # --totals: every row of a captured layer is computed and added to
+        # its KV group's column totals (spec/prefill.md#column-totals).
+        self.totals = totals
         self.layers = set(layers)
         self.last_layer = max(layers)
         # The rows recorded, ascending and disjoint: (first, stop, width,
@@ -463,6 +482,24 @@ class Capture:
                 rows = numpy.ascontiguousarray(rows[:, :width])
             self.writer.write(name.format(layer), offset, rows)
 
+    def add_rows(self, sums, weights):
+        """spec/prefill.md#column-totals: adds a block's rows to the group's
+        float64 totals one query at a time, in ascending query order, so
+        each key's total is ((0 + w_0) + w_1) + ...: the spec's order. A
+        row's weights above its diagonal are exactly +0.0 (eager's mask
+        makes their exponent underflow), and adding +0.0 changes no total."""
+        block = weights[0]  # [G, B, K]
+        for r in range(block.shape[1]):
+            sums += block[:, r, :].to(self.torch.float64)
+
+    def record_totals(self, layer, group, sums):
+        """Writes one KV group's heads' totals into totals.<layer>."""
+        sums = sums.to("cpu").contiguous().numpy()
+        groups, length = sums.shape
+        for i in range(groups):
+            head = group * groups + i
+            self.writer.write(f"totals.{layer}", head * length * 8, sums[i])
+
     def blocks(self, length, everything):
         """Row ranges covering the spans' rows (every row 0..length-1 when
         `everything`), each with the span it lies in or None: a new block
@@ -516,19 +553,26 @@ class Capture:
             if need_output:
                 output = torch.empty(query.shape, dtype=query.dtype,
                                      device=query.device)
+            totals = captured and self.totals
             for g in range(kv_heads):
                 heads = slice(g * groups, (g + 1) * groups)
                 keys = repeat_group(key, g, groups)
                 values = repeat_group(value, g, groups) if need_output else None
-                for rows, span in self.blocks(length, need_output):
+                sums = (torch.zeros((groups, length), dtype=torch.float64,
+                                    device=query.device) if totals else None)
+                for rows, span in self.blocks(length, need_output or totals):
                     weights = self.eager_weights(query[:, heads], keys,
                                                  scaling, rows)
                     if captured and span is not None:
                         self.record(layer, g, groups, span, rows.start,
                                     weights)
+                    if totals:
+                        self.add_rows(sums, weights)
                     if need_output:
                         output[:, heads, rows.start:rows.stop] = torch.matmul(
                             weights.to(value.dtype), values)
+                if totals:
+                    self.record_totals(layer, g, sums)
             if need_output:
                 output = output.transpose(1, 2).contiguous()
         self.seconds[layer] = time.monotonic() - began
@@ -596,6 +640,14 @@ def capture(args):
         raise UsageError("--matrix with --attention sdpa: kvpress recomputes "
                          "only the observation window under sdpa; capture "
                          "the matrix with --attention eager")
+    if args.totals and args.attention == "sdpa":
+        raise UsageError("--totals with --attention sdpa: the totals sum the "
+                         "eager attention weights (ObservedAttentionPress "
+                         "reads them too); capture with --attention eager")
+    if args.totals and (args.matrix or args.prefill_chunk is not None):
+        raise UsageError("--totals is for the window layout: the matrix "
+                         "carries every row already, and a chunked "
+                         "prefill's totals per chunk are not captured")
     if args.block_rows < 0 or args.chunk_rows < 1:
         raise UsageError("--block_rows must be at least 0 and "
                          "--chunk_rows at least 1")
@@ -671,6 +723,9 @@ def capture(args):
         spans = [(length - window, length, length, "window.{}")]
     tensors = [(name.format(n), "F32", (query_heads, stop - first, width), 4)
                for n in layers for first, stop, width, name in spans]
+    if args.totals:
+        tensors += [(f"totals.{n}", "F64", (query_heads, length), 8)
+                    for n in layers]
 
     # The model's weights without allocating them (meta device).
     with torch.device("meta"):
@@ -702,6 +757,8 @@ def capture(args):
         "torch": torch.__version__,
         "transformers": transformers.__version__,
     }
+    if args.totals:
+        metadata["total_rows"] = str(length)
     if chunked:
         metadata["prefill_chunk"] = str(args.prefill_chunk)
         metadata["chunks"] = str(len(spans))
@@ -719,8 +776,8 @@ def capture(args):
             f"library reads: capture fewer layers or larger chunks "
             f"(--prefill_chunk {args.prefill_chunk})")
     need = estimate_memory(config, params_bytes, length, layers, window,
-                           args.matrix, block_rows, args.chunk_rows,
-                           args.attention, len(header))
+                           args.matrix or args.totals, block_rows,
+                           args.chunk_rows, args.attention, len(header))
     have = (int(args.memory_limit_gib * GIB) if args.memory_limit_gib
             else mem_available())
     if have is not None and need > have:
@@ -746,7 +803,7 @@ def capture(args):
     writer = SafetensorsWriter(args.output, tensors, metadata)
     try:
         state = Capture(torch, layers, spans, args.attention, block_rows,
-                        writer)
+                        writer, totals=args.totals)
         AttentionInterface.register(ATTENTION_NAME, state)
         implementation = ATTENTION_NAME
         model = AutoModelForCausalLM.from_pretrained(

@@ -528,6 +528,72 @@ PYEOF
 [[ $? -eq 1 ]] && grep -q "h2o needs every prompt position's row" "$TMP/report-h2o.out" \
   || fail "attention_report --policies h2o without --window 0: $(cat "$TMP/report-h2o.out")"
 
+# --- Column totals (--totals, spec/prefill.md#column-totals) ---
+# The 600-token prompt's two layers again, the window of 40 and the totals
+# of all 600 queries: totals.<n> must be transformers' output_attentions
+# rows summed in float64 one query after the other from +0.0, bit for bit;
+# the window is the one captured without --totals. Imported with --totals
+# (one row per head), h2o's victims and cut are those of the whole causal
+# matrix carried as 600 query rows.
+"$PYTHON" "$CAPTURE" --model "$TMP/model" --token_ids "$TMP/ids.txt" \
+  --layers 0,1 --window 40 --block_rows 64 --chunk_rows 100 --totals \
+  --output "$TMP/totals.safetensors" >"$TMP/tcapture" 2>"$TMP/tcapture.err" \
+  || fail "totals capture exited $?: $(cat "$TMP/tcapture.err")"
+"$PYTHON" "$CAPTURE" --model "$TMP/model" --token_ids "$TMP/ids.txt" \
+  --layer 1 --window 600 --block_rows 64 --chunk_rows 100 \
+  --output "$TMP/all-rows.safetensors" >/dev/null 2>"$TMP/acapture.err" \
+  || fail "all-rows capture exited $?: $(cat "$TMP/acapture.err")"
+"$PYTHON" - "$TMP" <<'EOF' || fail "totals against transformers' rows"
+import sys, numpy, torch, transformers
+from safetensors import safe_open
+from transformers import AutoModelForCausalLM
+transformers.utils.logging.disable_progress_bar()
+tmp = sys.argv[1]
+ids = torch.tensor([[int(x) for x in open(f"{tmp}/ids.txt").read().split()]])
+eager = AutoModelForCausalLM.from_pretrained(f"{tmp}/model", attn_implementation="eager").eval()
+with torch.no_grad():
+    attentions = eager(input_ids=ids, output_attentions=True, use_cache=False).attentions
+with safe_open(f"{tmp}/totals.safetensors", "np") as f, \
+        safe_open(f"{tmp}/win.safetensors", "np") as w:
+    meta = f.metadata()
+    assert sorted(f.keys()) == ["totals.0", "totals.1", "window.0", "window.1"], list(f.keys())
+    assert meta["total_rows"] == "600", meta
+    for n in (0, 1):
+        totals = f.get_tensor(f"totals.{n}")
+        assert totals.dtype == numpy.float64 and totals.shape == (4, 600), totals.shape
+        rows = attentions[n][0].numpy()
+        want = numpy.zeros((4, 600))
+        for q in range(600):
+            want += rows[:, q, :].astype(numpy.float64)
+        assert numpy.array_equal(totals.view(numpy.uint64), want.view(numpy.uint64)), f"totals.{n}"
+        assert numpy.array_equal(f.get_tensor(f"window.{n}"), w.get_tensor(f"window.{n}"))
+print("totals.0 and totals.1: output_attentions' sums, bit for bit")
+EOF
+"$IMPORT" --input="$TMP/totals.safetensors" --layer=1 --kv_heads=2 --totals \
+  --window_rows=1 --output="$TMP/totals.pb" >"$TMP/timport" 2>&1 \
+  || fail "import --totals exited $?: $(cat "$TMP/timport")"
+"$IMPORT" --input="$TMP/all-rows.safetensors" --kv_heads=2 \
+  --output="$TMP/all-rows.pb" >"$TMP/aimport" 2>&1 \
+  || fail "import of all rows exited $?: $(cat "$TMP/aimport")"
+for params in preset=kvpress-0.5.5,ratio_ppm=500000 budget=120,recent_window=8; do
+  "$SIMULATE" --scenario="$TMP/totals.pb" --policy=h2o --params="$params" \
+    | tail -n +2 >"$TMP/t.sim" || fail "simulate h2o $params on totals"
+  "$SIMULATE" --scenario="$TMP/all-rows.pb" --policy=h2o --params="$params" \
+    | tail -n +2 >"$TMP/a.sim" || fail "simulate h2o $params on all rows"
+  grep -q "evict" "$TMP/t.sim" && cmp -s "$TMP/t.sim" "$TMP/a.sim" \
+    || fail "h2o $params: totals and all rows differ: $(diff "$TMP/t.sim" "$TMP/a.sim" | head -5)"
+done
+# Refusals: the totals are eager, window-layout only.
+for extra in "--attention sdpa" "--prefill_chunk 256" "--matrix"; do
+  # shellcheck disable=SC2086
+  "$PYTHON" "$CAPTURE" --model "$TMP/model" --token_ids "$TMP/ids.txt" \
+    --layer 0 --totals $extra --output "$TMP/bad-totals.safetensors" \
+    >"$TMP/bad-totals" 2>&1
+  [[ $? -eq 2 && ! -e "$TMP/bad-totals.safetensors" ]] \
+    && grep -q -- "--totals" "$TMP/bad-totals" \
+    || fail "capture --totals $extra: $(cat "$TMP/bad-totals")"
+done
+
 echo "capture_attention_test took $((SECONDS - start)) s"
 if [[ $failures -ne 0 ]]; then
   echo "$failures check(s) failed"

@@ -133,9 +133,11 @@ def safetensors(tensors, metadata=None):
     if metadata:
         header["__metadata__"] = metadata
     for name, shape, values in tensors:
-        header[name] = {"dtype": "F32", "shape": shape,
-                        "data_offsets": [len(data), len(data) + 4 * len(values)]}
-        data += f32(values)
+        f64 = name.startswith("totals.")  # column totals are F64
+        packed = struct.pack("<%dd" % len(values), *values) if f64 else f32(values)
+        header[name] = {"dtype": "F64" if f64 else "F32", "shape": shape,
+                        "data_offsets": [len(data), len(data) + len(packed)]}
+        data += packed
     text = json.dumps(header).encode()
     text += b" " * (-len(text) % 8)
     return struct.pack("<Q", len(text)) + text + data
@@ -153,6 +155,10 @@ seeds = {
     "window": (b"\x01\x00\x00\x82\x81", safetensors(
         [("window.2", [2, 3, 6], window(2, 3, 6))],
         {"tokens": "6", "window_rows": "3", "num_attention_heads": "2"})),
+    # window.0 [2, 3, 6] and totals.0 [2, 6] (F64): --totals.
+    "window-totals": (b"\x01\x08\x00\x00\x00", safetensors([
+        ("window.0", [2, 3, 6], window(2, 3, 6)),
+        ("totals.0", [2, 6], [3.0, 2.5, 2.0, 1.5, 1.0, 0.5] * 2)])),
     # layer.1 [1, 4, 4] and window.1 [1, 2, 4]: --decode=1 picks the window.
     "both": (b"\x01\x00\x00\x00\x81", safetensors([
         ("layer.1", [1, 4, 4], matrix(1, 4)),
@@ -177,7 +183,7 @@ EOF
 # The words of both formats' headers, for import_fuzzer's mutations.
 printf '%s\n' '"\x93NUMPY"' '"descr"' '"<f4"' '"fortran_order"' '"False"' '"True"' \
   '"shape"' '"layer."' '"window."' '"chunk."' '"step."' '"totals."' '"dtype"' \
-  '"F32"' '"data_offsets"' '"__metadata__"' '"tokens"' '"window_rows"' \
+  '"F32"' '"F64"' '"data_offsets"' '"__metadata__"' '"tokens"' '"window_rows"' \
   '"prefill_chunk"' '"num_attention_heads"' '"\\u"' >"$work/attention.dict"
 # Scenarios (spec/kvspec.proto): decode steps with one head, a chunk and
 # null attention; a prefill step with query rows and decode steps with two
@@ -205,6 +211,20 @@ steps {
 }
 steps { admit: 1 heads { weights: [0.5, 0.25, 0.25] } heads { weights: [0.25, 0.5, 0.25] } }
 steps { admit: 1 heads { weights: [0.5, 0.25, 0.125, 0.125] } heads { weights: [0, 0.5, 0.25, 0.25] } }
+EOF
+encode totals <<'EOF'
+id: "totals"
+query_heads: 2
+kv_heads: 1
+steps { admit: 2 }
+steps {
+  admit: 2
+  queries { weights: [0.25, 0.25, 0.25, 0.25] }
+  queries { weights: [0.5, 0, 0.25, 0.25] }
+  totals { sums: [0.5, 0.5, 0.5, 0.5] }
+  totals { sums: [1, 0, 0.5, 0.5] }
+  total_rows: 2
+}
 EOF
 encode trace <<'EOF'
 id: "trace"

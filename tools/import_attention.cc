@@ -37,6 +37,10 @@
 // positions and carrying its rows as query rows (the last m of them with
 // --window_rows=m, capped by each chunk's rows); --decode=D takes the last
 // chunk's last D positions as decode steps (D below its row count).
+// --totals (window, --decode=0 only): also the tensor totals.<n> that
+// capture_attention.py --totals writes, carried on the prefill step as
+// each head's column totals over all L queries (spec/prefill.md#column-totals),
+// which h2o reads instead of the rows.
 // --layout=matrix|window|chunks chooses when a layer has several kinds;
 // chunk tensors beside layer.<n> or window.<n> require it.
 //
@@ -108,6 +112,12 @@ ABSL_FLAG(std::string, decode, "",
           "diagonal). Empty: 0. D < L; chunks: D below the last chunk's row "
           "count.");
 
+ABSL_FLAG(bool, totals, false,
+          "window.<n> only, with --decode=0: also read totals.<n> (F64 "
+          "[heads, L], capture_attention.py --totals) and carry the selected "
+          "heads' column totals on the prefill step, total_rows L "
+          "(spec/prefill.md#column-totals), for h2o.");
+
 namespace kvspec {
 namespace {
 
@@ -168,6 +178,7 @@ int Main() {
       return 2;
     }
   }
+  options.totals = absl::GetFlag(FLAGS_totals);
   if (!ParseCount("window_rows", absl::GetFlag(FLAGS_window_rows),
                   options.window_rows) ||
       !ParseCount("decode", absl::GetFlag(FLAGS_decode), options.decode)) {
@@ -241,7 +252,8 @@ int main(int argc, char** argv) {
       "kvspec.v1.Scenario.\n"
       "  import_attention --input=attn.safetensors --output=attn.pb "
       "[--layer=N] [--heads=0,2] [--kv_heads=K] [--id=NAME] "
-      "[--layout=matrix|window|chunks] [--window_rows=M] [--decode=D]\n"
+      "[--layout=matrix|window|chunks] [--window_rows=M] [--decode=D] "
+      "[--totals]\n"
       "  import_attention --input=attn.npy --output=attn.pb");
   absl::ParseCommandLine(argc, argv);
   try {

@@ -177,6 +177,10 @@ struct Layout {
   // Window (one) and chunks (ascending ends, the last ending at L): the
   // tensors of query rows. row_start and head_stride are empty.
   std::vector<ChunkRows> chunks;
+  // ImportOptions::totals: totals.<n>, float64 [heads, L], from byte
+  // totals_data; totals_tensor empty when not read.
+  std::string totals_tensor;
+  uint64_t totals_data = 0;
 
   uint32_t first_query() const { return length - rows; }
   uint64_t row_keys(uint32_t q) const {
@@ -877,6 +881,14 @@ absl::StatusOr<std::optional<std::pair<uint32_t, uint32_t>>> ChunkName(
   return Result(std::make_pair(*n, *e));
 }
 
+// The binary64 stored as eight little-endian bytes at `offset`.
+double DoubleAt(absl::string_view bytes, uint64_t offset) {
+  const uint64_t bits = LittleEndian(bytes, offset, 8);
+  double value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
 // The checks every F32 tensor we read shares: dtype, then the bytes its
 // offsets hold against its shape.
 absl::Status CheckF32Tensor(const TensorEntry& tensor) {
@@ -1147,7 +1159,8 @@ const char* LayoutName(TensorLayout layout) {
 }
 
 bool WindowFlagsGiven(const ImportOptions& options) {
-  return options.window_rows.has_value() || options.decode.has_value();
+  return options.window_rows.has_value() || options.decode.has_value() ||
+         options.totals;
 }
 
 // "--window_rows=3 and --decode=1 apply", "--decode=1 applies": the window
@@ -1160,6 +1173,7 @@ std::string WindowFlagsText(const ImportOptions& options) {
   if (options.decode.has_value()) {
     flags.push_back(absl::StrCat("--decode=", *options.decode));
   }
+  if (options.totals) flags.push_back("--totals");
   return absl::StrJoin(flags, " and ") +
          (flags.size() == 1 ? " applies" : " apply");
 }
@@ -1392,7 +1406,44 @@ absl::StatusOr<Layout> ReadSafetensors(absl::string_view bytes,
       return ChunksLayout(layer_chunks, data_start, metadata);
     }
     if (read == TensorLayout::kWindow) {
-      return WindowLayout(*window, data_start, metadata);
+      absl::StatusOr<Layout> layout = WindowLayout(*window, data_start, metadata);
+      if (!layout.ok() || !options.totals) return layout;
+      // ImportOptions::totals: totals.<n>, F64 [heads, L] of the window's
+      // heads and L.
+      const std::string name = absl::StrCat("totals.", n);
+      const TensorEntry* totals = nullptr;
+      for (const TensorEntry& tensor : tensors) {
+        if (tensor.name == name) totals = &tensor;
+      }
+      if (totals == nullptr) {
+        return Invalid(absl::StrFormat(
+            "--totals: the file has no tensor %s (capture_attention.py "
+            "--totals writes it; it holds %s)",
+            name, absl::StrJoin(names, ", ")));
+      }
+      if (totals->dtype != "F64") {
+        return Invalid(absl::StrFormat(
+            "tensor %s has dtype %s; column totals are F64", name,
+            totals->dtype));
+      }
+      if (totals->shape.size() != 2 || totals->shape[0] != layout->heads ||
+          totals->shape[1] != layout->length) {
+        return Invalid(absl::StrFormat(
+            "tensor %s: shape %s is not [heads, L] = [%d, %d] of tensor %s",
+            name, ShapeText(totals->shape), layout->heads, layout->length,
+            window->name));
+      }
+      const std::optional<uint64_t> need = ByteCount(totals->shape, 8);
+      if (!need.has_value() || *need != totals->end - totals->begin) {
+        return Invalid(absl::StrFormat(
+            "tensor %s: data_offsets [%d, %d] hold %d bytes but shape %s of "
+            "F64 needs %d",
+            name, totals->begin, totals->end, totals->end - totals->begin,
+            ShapeText(totals->shape), need.value_or(0)));
+      }
+      layout->totals_tensor = name;
+      layout->totals_data = data_start + totals->begin;
+      return layout;
     }
     if (WindowFlagsGiven(options)) {
       return Invalid(absl::StrFormat(
@@ -1655,6 +1706,13 @@ absl::StatusOr<Plan> MakePlan(const Layout& layout,
   plan.id = options.id.empty() ? default_id : options.id;
   plan.kv_heads = options.kv_heads;
   plan.length = layout.length;
+  if (options.totals && layout.kind != Kind::kWindow) {
+    return Invalid(absl::StrFormat(
+        "--totals reads totals.<n> beside a window.<n> tensor (the window "
+        "layout); this import reads %s",
+        layout.kind == Kind::kChunks ? "chunk.<n>.<e> tensors"
+                                     : "a matrix or step rows"));
+  }
   if (layout.kind == Kind::kChunks) return PlanChunks(layout, options, plan);
   if (layout.kind != Kind::kWindow) return plan;
 
@@ -1697,7 +1755,14 @@ absl::StatusOr<Plan> MakePlan(const Layout& layout,
         "window's R = %d (%s)",
         m, D, m + D, R, shape));
   }
-  plan.prefill.push_back({P, P, m});
+  if (options.totals && D > 0) {
+    return Invalid(absl::StrFormat(
+        "--totals with --decode=%d: tensor %s holds the totals of all L = %d "
+        "queries, but the prefill step would admit only P = L - D = %d "
+        "positions; import with --decode=0",
+        D, layout.totals_tensor, L, P));
+  }
+  plan.prefill.push_back({P, P, m, options.totals ? L : 0});
   plan.first_decode = P;
   return plan;
 }
@@ -1784,8 +1849,17 @@ absl::uint128 WireBytes(uint64_t id_bytes, uint32_t query_heads,
         [](uint64_t n) {
           return VarintBytes(4 * n) | VarintBytes(RowBytes(n)) << 8;
         });
-    const absl::uint128 step =
+    absl::uint128 step =
         1 + VarintBytes(shape.admit) + absl::uint128(H) * rows;
+    if (shape.total_rows > 0) {
+      // Per head a ColumnTotals {repeated double sums = 1} of `end` values
+      // (packed), then total_rows.
+      const absl::uint128 sums = absl::uint128(shape.end) * 8;
+      const uint64_t payload =
+          shape.end == 0 ? 0 : Saturate(1 + VarintBytes(Saturate(sums)) + sums);
+      step += absl::uint128(H) * (1 + VarintBytes(payload) + payload);
+      step += 1 + VarintBytes(shape.total_rows);
+    }
     const uint64_t saturated = Saturate(step);
     total += absl::uint128(1 + VarintBytes(saturated)) + step;
   }
@@ -1842,10 +1916,15 @@ ImportSize MeasurePlan(const Layout& layout, const Plan& plan) {
   }
   const absl::uint128 weights = absl::uint128(H) * per_head;
   size.weights = Saturate(weights);
-  size.message_bytes = Saturate(weights * 4 + absl::uint128(size.rows) * 128 +
+  absl::uint128 totals = 0;  // column totals carried, every head
+  for (const PrefillShape& step : plan.prefill) {
+    if (step.total_rows > 0) totals += absl::uint128(H) * step.end;
+  }
+  size.message_bytes = Saturate(weights * 4 + totals * 8 +
+                                absl::uint128(size.rows) * 128 +
                                 absl::uint128(size.steps) * 192 +
                                 plan.id.size() + 256);
-  size.input_bytes = Saturate(InputBytes(layout, plan));
+  size.input_bytes = Saturate(InputBytes(layout, plan) + totals * 8);
   return size;
 }
 
@@ -2004,6 +2083,29 @@ void CopyRow(absl::string_view bytes, uint64_t start, uint64_t n,
   }
 }
 
+// spec/prefill.md#their-checks: every total the scenario carries (the
+// selected heads, in the scenario's order, positions ascending) is finite
+// with its sign bit clear.
+absl::Status CheckTotals(absl::string_view bytes, const Layout& layout,
+                         const Plan& plan) {
+  for (const PrefillShape& shape : plan.prefill) {
+    if (shape.total_rows == 0) continue;
+    for (uint32_t h : plan.heads) {
+      for (uint64_t p = 0; p < shape.end; ++p) {
+        const uint64_t offset = layout.totals_data + (uint64_t{h} * shape.end + p) * 8;
+        const uint64_t bits = LittleEndian(bytes, offset, 8);
+        if (bits < 0x7ff0000000000000u) continue;
+        return Invalid(absl::StrFormat(
+            "tensor %s, head %d, position %d: total %s (bits 0x%016x); "
+            "totals must be finite and >= +0.0",
+            layout.totals_tensor, h, p, FloatText(DoubleAt(bytes, offset)),
+            bits));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 v1::Scenario BuildScenario(absl::string_view bytes, const Layout& layout,
                            const Plan& plan) {
   v1::Scenario scenario;
@@ -2026,6 +2128,21 @@ v1::Scenario BuildScenario(absl::string_view bytes, const Layout& layout,
       for (uint64_t q = shape.end - shape.query_rows; q < shape.end; ++q) {
         CopyRow(bytes, chunk.row(h, q), q + 1, step->add_queries());
       }
+    }
+    if (shape.total_rows > 0) {
+      // spec/prefill.md#column-totals: one ColumnTotals per head, head 0
+      // first, the positions 0 .. end - 1 ascending, bit for bit.
+      for (uint32_t h : plan.heads) {
+        google::protobuf::RepeatedField<double>* sums =
+            step->add_totals()->mutable_sums();
+        sums->Resize(static_cast<int>(shape.end), 0.0);
+        for (uint64_t p = 0; p < shape.end; ++p) {
+          sums->Set(static_cast<int>(p),
+                    DoubleAt(bytes, layout.totals_data +
+                                        (uint64_t{h} * shape.end + p) * 8));
+        }
+      }
+      step->set_total_rows(static_cast<uint32_t>(shape.total_rows));
     }
   }
   for (uint64_t q = plan.first_decode; q < plan.length; ++q) {
@@ -2190,6 +2307,7 @@ absl::StatusOr<v1::Scenario> ImportWithoutName(const std::string& path,
   for (uint32_t h : plan.heads) selected[h] = true;
   if (layout.kind == Kind::kWindow || layout.kind == Kind::kChunks) {
     KVSPEC_RETURN_IF_ERROR(CheckChunkWeights(bytes, layout, plan, selected));
+    KVSPEC_RETURN_IF_ERROR(CheckTotals(bytes, layout, plan));
   } else {
     KVSPEC_RETURN_IF_ERROR(CheckWeights(bytes, layout, selected));
   }

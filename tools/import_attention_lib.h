@@ -89,7 +89,8 @@
 // the first fault is reported.
 //
 // Which tensor. A .safetensors file may hold layer.<n>, window.<n>,
-// chunk.<n>.<e> and other tensors (e.g. totals.<n>, which is not read), or
+// chunk.<n>.<e> and other tensors (e.g. totals.<n>, read only with
+// ImportOptions::totals), or
 // step.<t> tensors, never step.<t> together with the others. The layer
 // number n is `layer`, or, when the file's layer.<n>, window.<n> and
 // chunk.<n>.<e> tensors all have the same n, that n. For n, `layout` says
@@ -191,6 +192,14 @@ struct ImportOptions {
   // Window and chunks layouts only: D, the prompt's last positions that
   // become decode steps after the prefill step(s). nullopt: 0.
   std::optional<uint32_t> decode;
+  // Window layout only: also read totals.<n>, float64 [heads, L] (what
+  // capture_attention.py --totals writes: each key's column total over all
+  // L queries), and carry the selected heads' totals on the prefill step
+  // with total_rows L (spec/prefill.md#column-totals), for h2o. Refused
+  // with decode above 0 (the totals are over all L queries, the prefill
+  // step would admit L - D), for other layouts, and when the file has no
+  // totals.<n>; every value carried must be finite with its sign bit clear.
+  bool totals = false;
   // The memory the import may use, in bytes. nullopt: MemAvailable from
   // /proc/meminfo when readable, else no limit.
   std::optional<uint64_t> memory_available;
@@ -240,6 +249,9 @@ struct PrefillShape {
   uint64_t admit = 0;
   uint64_t end = 0;
   uint64_t query_rows = 0;
+  // Column totals (spec/prefill.md#column-totals): 0, none; else the step
+  // carries one ColumnTotals of `end` values per head and this total_rows.
+  uint64_t total_rows = 0;
 };
 
 // The same for any number of prefill steps in order (a chunked prefill),

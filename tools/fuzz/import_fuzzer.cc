@@ -62,7 +62,7 @@ const std::string& Directory() {
   const char* const layouts[] = {"matrix", "window", "chunks"};
   std::fprintf(stderr,
                "%s: %s (layer %s, layout %s, %s heads, kv_heads %u, "
-               "window_rows %s, decode %s)\n",
+               "window_rows %s, decode %s%s)\n",
                path.c_str(), what.c_str(),
                options.layer ? std::to_string(*options.layer).c_str() : "-",
                options.layout ? layouts[static_cast<int>(*options.layout)]
@@ -73,7 +73,8 @@ const std::string& Directory() {
                options.window_rows
                    ? std::to_string(*options.window_rows).c_str()
                    : "-",
-               options.decode ? std::to_string(*options.decode).c_str() : "-");
+               options.decode ? std::to_string(*options.decode).c_str() : "-",
+               options.totals ? ", totals" : "");
   std::abort();
 }
 
@@ -155,6 +156,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   kvspec::ImportOptions no_window = options;
   if (control[3] & 0x80) options.window_rows = control[3] & 0x7F;
   if (control[4] & 0x80) options.decode = control[4] & 0x7F;
+  options.totals = (control[1] & 0x08) != 0;  // totals.<n> beside a window
   ImportAndCheck(path, options);
   ImportAndCheck(path, no_window);
   return 0;
