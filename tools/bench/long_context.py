@@ -21,6 +21,12 @@ length), timed at --deep_lengths; and the sdpa path at the first length: the
 rows kvpress recomputes under sdpa against eager's, and how many kept
 positions SnapKV's choice changes.
 
+H2O at --h2o_lengths: capture_attention.py --totals (every row of layer 0
+computed, the window's kept, each key's column total over all L queries
+summed as spec/prefill.md#column-totals pins), import_attention --totals
+(one row per head beside the totals), simulate h2o with its kvpress-0.5.5
+preset at ratio 0.5; the floor is the totals (Hq x L x 8 bytes).
+
     tools/.venv-torch/bin/python tools/bench/long_context.py \\
         --lengths 8192,32768,131072 --deep_lengths 2048,4096,8192
 
@@ -91,6 +97,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lengths", default="8192,32768,131072")
     parser.add_argument("--deep_lengths", default="2048,4096,8192")
+    parser.add_argument("--h2o_lengths", default="8192,32768")
     parser.add_argument("--window", type=int, default=64)
     parser.add_argument("--work", default="/tmp/kvspec-long-context")
     parser.add_argument("--skip_build", action="store_true",
@@ -99,6 +106,7 @@ def main():
     args = parser.parse_args()
     lengths = [int(x) for x in args.lengths.split(",") if x]
     deep = [int(x) for x in args.deep_lengths.split(",") if x]
+    h2o_lengths = [int(x) for x in args.h2o_lengths.split(",") if x]
     os.makedirs(args.work, exist_ok=True)
     python = sys.executable
     capture = os.path.join(REPO, "tools", "capture_attention.py")
@@ -117,7 +125,7 @@ def main():
     if not os.path.isfile(os.path.join(model, "config.json")):
         subprocess.run([python, "-c", MODEL_SCRIPT, model], check=True)
     ids_path = os.path.join(args.work, "ids.txt")
-    longest = max(lengths + deep)
+    longest = max(lengths + deep + h2o_lengths)
     rng = random.Random(7)
     with open(ids_path, "w", encoding="ascii") as f:
         f.write(" ".join(str(rng.randrange(128256)) for _ in range(longest)))
@@ -156,6 +164,37 @@ def main():
             kept = summarize_kept(data)
             print(f"| {length} | simulate {policy} | {seconds:.1f} | "
                   f"{gib(peak)} | {gib(floor)} | {kept} |", flush=True)
+        os.unlink(scenario)
+
+    for length in h2o_lengths:
+        floor = 32 * length * 8  # the totals
+        window = os.path.join(args.work, f"totals-{length}.safetensors")
+        scenario = os.path.join(args.work, f"totals-{length}.pb")
+        seconds, peak, out, _ = run_measured(
+            [python, capture, "--model", model, "--token_ids", ids_path,
+             "--max_tokens", str(length), "--layers", "0", "--window",
+             str(args.window), "--totals", "--output", window],
+            f"capture --totals at {length}")
+        print(f"| {length} | capture layer 0 --totals | {seconds:.1f} | "
+              f"{gib(peak)} | {gib(floor)} | "
+              f"{os.path.getsize(window) / GIB:.2f} GiB file |", flush=True)
+        seconds, peak, out, _ = run_measured(
+            [importer, f"--input={window}", f"--output={scenario}",
+             "--kv_heads=8", "--totals", "--window_rows=1"],
+            f"import --totals at {length}")
+        print(f"| {length} | import --totals | {seconds:.1f} | {gib(peak)} | "
+              f"{gib(floor)} | {os.path.getsize(scenario) / GIB:.3f} GiB "
+              f"scenario |", flush=True)
+        os.unlink(window)
+        result = os.path.join(args.work, f"h2o-{length}.json")
+        seconds, peak, out, err = run_measured(
+            [simulate, f"--scenario={scenario}", "--policy=h2o",
+             "--params=preset=kvpress-0.5.5,ratio_ppm=500000",
+             f"--json={result}", "--quiet"], f"simulate h2o at {length}")
+        with open(result, encoding="utf-8") as f:
+            data = json.load(f)
+        print(f"| {length} | simulate h2o | {seconds:.1f} | {gib(peak)} | "
+              f"{gib(floor)} | {summarize_kept(data)} |", flush=True)
         os.unlink(scenario)
 
     print()
