@@ -25,9 +25,15 @@ sums, not that section's order, so the last digits are not pinned).
 Writes to --out: report.md (the table), report.json (every figure, per
 head), retained.svg (mean retained mass against the kept fraction, one line
 per policy, one panel per layer), and the kept sets (simulate's JSON files).
-H2O's observed attention needs every query's row: it runs only when
---window covers the whole prompt (--window 0), as the capture then holds
-the whole causal matrix (a few thousand tokens at most).
+H2O's observed attention needs every prefill query's row. With --window 0
+the capture holds them all (the whole causal matrix: a few thousand tokens
+at most); otherwise, when --policies names h2o, the capture also sums them
+into column totals (capture_attention.py --totals --totals_decode D: every
+prefill query's row computed, a block at a time, and added to the totals of
+its P = L - D positions, spec/prefill.md#column-totals) and the import
+carries them on the prefill step (import_attention --totals): h2o at any
+length, for the whole prefill's attention arithmetic (eager only; the other
+policies ignore the totals).
 
 Needs tools/.venv-torch (tools/setup.sh --tests) and bazel (builds
 //tools:import_attention and //tools:simulate, -c opt).
@@ -164,10 +170,13 @@ def report(args):
             raise ReportError(f"--ratios: {r} is not a ratio in (0, 1) with "
                               f"at most six decimals")
     policies = args.policies.split(",")
-    if "h2o" in policies and args.window != 0:
-        raise ReportError("h2o needs every prompt position's row: give "
-                          "--window 0 (the whole causal matrix; a few "
-                          "thousand tokens at most)")
+    # h2o beside a window: column totals of the prefill's queries.
+    totals = "h2o" in policies and args.window != 0
+    if totals and args.attention == "sdpa":
+        raise ReportError("h2o reads column totals, which capture_attention "
+                          "sums from eager attention weights: give "
+                          "--attention eager (or leave h2o out of "
+                          "--policies)")
     os.makedirs(args.out, exist_ok=True)
     if args.import_attention and args.simulate:
         importer, simulate = args.import_attention, args.simulate
@@ -178,8 +187,11 @@ def report(args):
     # --window 0: every position's row (the capture clamps to the prompt).
     rows_wanted = 2 ** 31 - 1 if args.window == 0 else args.window + args.decode
     window_arg = ["--window", str(rows_wanted)]
+    totals_args = (["--totals", "--totals_decode", str(args.decode)]
+                   if totals else [])
     out = run([sys.executable, CAPTURE, "--model", args.model, *prompt,
-               "--layers", args.layers, *window_arg, "--attention", args.attention,
+               "--layers", args.layers, *window_arg, *totals_args,
+               "--attention", args.attention,
                "--max_tokens", str(args.max_tokens), "--output", capture],
               "capture_attention")
     print(out.splitlines()[0])
@@ -199,7 +211,8 @@ def report(args):
             scenario = os.path.join(args.out, f"layer{layer}.pb")
             run([importer, f"--input={capture}", f"--layer={layer}",
                  f"--kv_heads={kv_heads}", f"--window_rows={window_rows}",
-                 f"--decode={args.decode}", f"--output={scenario}"],
+                 f"--decode={args.decode}", *(["--totals"] if totals else []),
+                 f"--output={scenario}"],
                 f"import_attention layer {layer}")
             for policy in policies:
                 for ratio in ratios:
@@ -232,9 +245,11 @@ def report(args):
         json.dump({"model": os.path.abspath(args.model), "tokens": length,
                    "prefill": first_decode, "decode": args.decode,
                    "window": (first_decode if args.window == 0 else args.window),
-                   "attention": args.attention, "results": results}, g, indent=1)
+                   "attention": args.attention, "totals": totals,
+                   "results": results}, g, indent=1)
     lines = [f"Prompt of {length} tokens: a prefill of {first_decode} with "
-             f"{'every query' if args.window == 0 else f'the last {args.window} queries'}' rows, "
+             f"{'every query' if args.window == 0 else f'the last {args.window} queries'}' rows"
+             f"{f' (h2o: the column totals of all {first_decode} queries)' if totals else ''}, "
              f"then {args.decode} decode queries measuring the retained mass "
              f"({args.attention} attention, kvpress-0.5.5 presets).",
              "",

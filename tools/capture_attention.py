@@ -30,15 +30,19 @@ one tensor (one per chunk with --prefill_chunk) to the .safetensors file
         that each chunk's rows are transformers' output_attentions rows
         cut at e, bit for bit, and that the last chunk's are window.<n>'s.
 
-    totals.<n>   F64 [Hq, L]      (--totals, beside window.<n>)
-        the column totals of spec/prefill.md#column-totals over all L
-        queries: for each head and key p, the float64 sum of the float32
-        weights every query q >= p pays to p, added row by row in ascending
-        q from +0.0 (so the totals are bit for bit what h2o's prefill rule
-        sums from the whole matrix). Every row is computed, a block at a
-        time, but only the window's rows are kept: H2O's observed attention
-        at any length, for the cost of the whole matrix's arithmetic and
-        none of its storage. Eager attention only.
+    totals.<n>   F64 [Hq, P]      (--totals, beside window.<n>)
+        the column totals of spec/prefill.md#column-totals over the first
+        P = L - D queries (D = --totals_decode, 0 unless given): for each
+        head and key p < P, the float64 sum of the float32 weights every
+        query p <= q < P pays to p, added row by row in ascending q from
+        +0.0 (so the totals are bit for bit what h2o's prefill rule sums
+        from the whole matrix of a prefill of P positions). Every row
+        before P is computed, a block at a time, but only the window's
+        rows are kept: H2O's observed attention at any length, for the
+        cost of the whole matrix's arithmetic and none of its storage.
+        With D > 0 the totals are those of the prefill step that
+        tools/import_attention --totals --decode=D makes, its last D
+        positions being decode steps. Eager attention only.
 
 Nothing of size L x L is ever held: rows are computed from the layer's queries
 and keys a block of rows at a time (--block_rows), with the arithmetic of the
@@ -180,6 +184,12 @@ def parse_args(argv):
                         "key's column total over every query "
                         "(spec/prefill.md#column-totals), for h2o; eager "
                         "attention, window layout only")
+    parser.add_argument("--totals_decode", type=int, default=0,
+                        help="with --totals: leave the prompt's last D "
+                        "queries (and keys) out of the totals, which then "
+                        "are a prefill of L - D positions' (totals.<n> "
+                        "[heads, L - D]) for import_attention --totals "
+                        "--decode=D; default 0")
     parser.add_argument("--attention", choices=("eager", "sdpa"),
                         default="eager",
                         help="the attention whose rows to capture (default "
@@ -394,10 +404,11 @@ class Capture:
     """The attention function the model runs, and what it records."""
 
     def __init__(self, torch, layers, spans, attention, block_rows, writer,
-                 totals=False):
+                 totals=None):
         self.torch = torch
-        # --totals: every row of a captured layer is computed and added to
-        # its KV group's column totals (spec/prefill.md#column-totals).
+        # --totals: P = totals, the rows 0 .. P-1 of a captured layer are
+        # computed and added to its KV group's column totals over keys
+        # 0 .. P-1 (spec/prefill.md#column-totals); None: no totals.
         self.totals = totals
         self.layers = set(layers)
         self.last_layer = max(layers)
@@ -482,31 +493,35 @@ class Capture:
                 rows = numpy.ascontiguousarray(rows[:, :width])
             self.writer.write(name.format(layer), offset, rows)
 
-    def add_rows(self, sums, weights):
-        """spec/prefill.md#column-totals: adds a block's rows to the group's
-        float64 totals one query at a time, in ascending query order, so
-        each key's total is ((0 + w_0) + w_1) + ...: the spec's order. A
-        row's weights above its diagonal are exactly +0.0 (eager's mask
-        makes their exponent underflow), and adding +0.0 changes no total."""
+    def add_rows(self, sums, weights, first):
+        """spec/prefill.md#column-totals: adds the rows of a block (its
+        first query `first`) that come before P, the totals' width, to the
+        group's float64 totals over keys 0..P-1, one query at a time, in
+        ascending query order, so each key's total is ((0 + w_0) + w_1) +
+        ...: the spec's order. A row's weights above its diagonal are
+        exactly +0.0 (eager's mask makes their exponent underflow), and
+        adding +0.0 changes no total."""
         block = weights[0]  # [G, B, K]
-        for r in range(block.shape[1]):
-            sums += block[:, r, :].to(self.torch.float64)
+        width = sums.shape[1]
+        for r in range(min(block.shape[1], width - first)):
+            sums += block[:, r, :width].to(self.torch.float64)
 
     def record_totals(self, layer, group, sums):
         """Writes one KV group's heads' totals into totals.<layer>."""
         sums = sums.to("cpu").contiguous().numpy()
-        groups, length = sums.shape
+        groups, width = sums.shape
         for i in range(groups):
             head = group * groups + i
-            self.writer.write(f"totals.{layer}", head * length * 8, sums[i])
+            self.writer.write(f"totals.{layer}", head * width * 8, sums[i])
 
     def blocks(self, length, everything):
-        """Row ranges covering the spans' rows (every row 0..length-1 when
-        `everything`), each with the span it lies in or None: a new block
-        at each span's first and stop row, at most block_rows rows."""
+        """Row ranges covering the spans' rows and every row 0..everything-1
+        (everything: a row count, 0 for none), each with the span it lies
+        in or None: a new block at each span's first and stop row and at
+        `everything`, at most block_rows rows."""
         cuts = {length}
         if everything:
-            cuts.add(0)
+            cuts.update((0, everything))
         for first, stop, _, _ in self.spans:
             cuts.update((first, stop))
         cuts = sorted(cuts)
@@ -514,7 +529,7 @@ class Capture:
         for lo, hi in zip(cuts, cuts[1:]):
             i = bisect.bisect_right(firsts, lo) - 1
             span = self.spans[i] if i >= 0 and lo < self.spans[i][1] else None
-            if span is None and not everything:
+            if span is None and lo >= everything:
                 continue
             for first in range(lo, hi, self.block_rows):
                 yield range(first, min(hi, first + self.block_rows)), span
@@ -553,21 +568,22 @@ class Capture:
             if need_output:
                 output = torch.empty(query.shape, dtype=query.dtype,
                                      device=query.device)
-            totals = captured and self.totals
+            totals = self.totals if captured else None
+            every = length if need_output else (totals or 0)
             for g in range(kv_heads):
                 heads = slice(g * groups, (g + 1) * groups)
                 keys = repeat_group(key, g, groups)
                 values = repeat_group(value, g, groups) if need_output else None
-                sums = (torch.zeros((groups, length), dtype=torch.float64,
+                sums = (torch.zeros((groups, totals), dtype=torch.float64,
                                     device=query.device) if totals else None)
-                for rows, span in self.blocks(length, need_output or totals):
+                for rows, span in self.blocks(length, every):
                     weights = self.eager_weights(query[:, heads], keys,
                                                  scaling, rows)
                     if captured and span is not None:
                         self.record(layer, g, groups, span, rows.start,
                                     weights)
-                    if totals:
-                        self.add_rows(sums, weights)
+                    if totals and rows.start < totals:
+                        self.add_rows(sums, weights, rows.start)
                     if need_output:
                         output[:, heads, rows.start:rows.stop] = torch.matmul(
                             weights.to(value.dtype), values)
@@ -648,6 +664,12 @@ def capture(args):
         raise UsageError("--totals is for the window layout: the matrix "
                          "carries every row already, and a chunked "
                          "prefill's totals per chunk are not captured")
+    if args.totals_decode and not args.totals:
+        raise UsageError("--totals_decode leaves queries out of the totals: "
+                         "give --totals too")
+    if args.totals_decode < 0:
+        raise UsageError(f"--totals_decode must be at least 0, got "
+                         f"{args.totals_decode}")
     if args.block_rows < 0 or args.chunk_rows < 1:
         raise UsageError("--block_rows must be at least 0 and "
                          "--chunk_rows at least 1")
@@ -698,6 +720,11 @@ def capture(args):
         raise UsageError("the prompt gives no tokens")
     length = len(ids)
     window = length if args.matrix else min(args.window or 64, length)
+    if args.totals_decode >= length:
+        raise UsageError(f"--totals_decode {args.totals_decode} leaves no "
+                         f"query in the totals: the prompt has {length} "
+                         f"tokens; give at most {length - 1}")
+    total_rows = length - args.totals_decode if args.totals else None
     if args.window is not None and args.window > length:
         print(f"capture_attention: --window {args.window} is longer than "
               f"the prompt's {length} tokens; capturing all {length} rows",
@@ -724,7 +751,7 @@ def capture(args):
     tensors = [(name.format(n), "F32", (query_heads, stop - first, width), 4)
                for n in layers for first, stop, width, name in spans]
     if args.totals:
-        tensors += [(f"totals.{n}", "F64", (query_heads, length), 8)
+        tensors += [(f"totals.{n}", "F64", (query_heads, total_rows), 8)
                     for n in layers]
 
     # The model's weights without allocating them (meta device).
@@ -758,7 +785,7 @@ def capture(args):
         "transformers": transformers.__version__,
     }
     if args.totals:
-        metadata["total_rows"] = str(length)
+        metadata["total_rows"] = str(total_rows)
     if chunked:
         metadata["prefill_chunk"] = str(args.prefill_chunk)
         metadata["chunks"] = str(len(spans))
@@ -803,7 +830,7 @@ def capture(args):
     writer = SafetensorsWriter(args.output, tensors, metadata)
     try:
         state = Capture(torch, layers, spans, args.attention, block_rows,
-                        writer, totals=args.totals)
+                        writer, totals=total_rows)
         AttentionInterface.register(ATTENTION_NAME, state)
         implementation = ATTENTION_NAME
         model = AutoModelForCausalLM.from_pretrained(

@@ -522,11 +522,21 @@ assert open(f"{out}/report.md").read().count("\n| ") == 2 + 24  # header, rule, 
 ET.parse(f"{out}/retained.svg")
 print("attention_report: 24 rows, kept counts as kvpress computes them")
 PYEOF
+# h2o beside a window of 40 rows: the report captures the column totals of
+# the 568 prefill queries (--totals --totals_decode 32), checked below
+# against transformers' rows and against the whole causal matrix; under
+# sdpa it refuses (the totals sum eager weights).
 "$PYTHON" "$REPORT" --model "$TMP/model" --token_ids "$TMP/ids.txt" \
-  --policies h2o --out "$TMP/report-h2o" --import_attention "$IMPORT" \
-  --simulate "$SIMULATE" >"$TMP/report-h2o.out" 2>&1
-[[ $? -eq 1 ]] && grep -q "h2o needs every prompt position's row" "$TMP/report-h2o.out" \
-  || fail "attention_report --policies h2o without --window 0: $(cat "$TMP/report-h2o.out")"
+  --layers 1 --window 40 --decode 32 --policies h2o,snapkv --ratios 0.5,0.9 \
+  --out "$TMP/report-h2o" --import_attention "$IMPORT" --simulate "$SIMULATE" \
+  >"$TMP/report-h2o.out" 2>&1 \
+  || fail "attention_report --policies h2o,snapkv --window 40: $(tail -5 "$TMP/report-h2o.out")"
+"$PYTHON" "$REPORT" --model "$TMP/model" --token_ids "$TMP/ids.txt" \
+  --policies h2o --attention sdpa --out "$TMP/report-h2o-sdpa" \
+  --import_attention "$IMPORT" --simulate "$SIMULATE" >"$TMP/report-h2o-sdpa.out" 2>&1
+[[ $? -eq 1 ]] && grep -q "h2o reads column totals" "$TMP/report-h2o-sdpa.out" \
+  && [[ ! -e "$TMP/report-h2o-sdpa/capture.safetensors" ]] \
+  || fail "attention_report --policies h2o --attention sdpa: $(cat "$TMP/report-h2o-sdpa.out")"
 
 # --- Column totals (--totals, spec/prefill.md#column-totals) ---
 # The 600-token prompt's two layers again, the window of 40 and the totals
@@ -568,6 +578,20 @@ with safe_open(f"{tmp}/totals.safetensors", "np") as f, \
         assert numpy.array_equal(totals.view(numpy.uint64), want.view(numpy.uint64)), f"totals.{n}"
         assert numpy.array_equal(f.get_tensor(f"window.{n}"), w.get_tensor(f"window.{n}"))
 print("totals.0 and totals.1: output_attentions' sums, bit for bit")
+# attention_report's capture for h2o (--totals_decode 32): layer 1's totals
+# over queries 0..567 at keys 0..567 only.
+with safe_open(f"{tmp}/report-h2o/capture.safetensors", "np") as f:
+    assert f.metadata()["total_rows"] == "568", f.metadata()
+    assert sorted(f.keys()) == ["totals.1", "window.1"], list(f.keys())
+    totals = f.get_tensor("totals.1")
+    assert totals.shape == (4, 568), totals.shape
+    rows = attentions[1][0].numpy()
+    want = numpy.zeros((4, 568))
+    for q in range(568):
+        want += rows[:, q, :568].astype(numpy.float64)
+    assert numpy.array_equal(totals.view(numpy.uint64), want.view(numpy.uint64)), "totals.1 of 568"
+    assert f.get_tensor("window.1").shape == (4, 72, 600)
+print("--totals_decode 32: the first 568 queries' sums over keys 0..567, bit for bit")
 EOF
 "$IMPORT" --input="$TMP/totals.safetensors" --layer=1 --kv_heads=2 --totals \
   --window_rows=1 --output="$TMP/totals.pb" >"$TMP/timport" 2>&1 \
@@ -583,8 +607,29 @@ for params in preset=kvpress-0.5.5,ratio_ppm=500000 budget=120,recent_window=8; 
   grep -q "evict" "$TMP/t.sim" && cmp -s "$TMP/t.sim" "$TMP/a.sim" \
     || fail "h2o $params: totals and all rows differ: $(diff "$TMP/t.sim" "$TMP/a.sim" | head -5)"
 done
+# The report's h2o kept sets, from one row per head beside the totals, are
+# those of the whole causal matrix: all 568 prefill rows as query rows,
+# then the 32 decode steps (the same victims and cut scores, step by step).
+"$IMPORT" --input="$TMP/all-rows.safetensors" --kv_heads=2 --decode=32 \
+  --window_rows=568 --output="$TMP/all-rows-d32.pb" >"$TMP/aimport32" 2>&1 \
+  || fail "import of all rows, --decode=32: $(cat "$TMP/aimport32")"
+for ppm in 500000 900000; do
+  "$SIMULATE" --scenario="$TMP/all-rows-d32.pb" --policy=h2o --quiet \
+    --params=preset=kvpress-0.5.5,ratio_ppm=$ppm --json="$TMP/all-h2o-$ppm.json" \
+    >/dev/null 2>&1 || fail "simulate h2o ratio $ppm on all rows"
+  "$PYTHON" - "$TMP/all-h2o-$ppm.json" "$TMP/report-h2o/layer1-h2o-$ppm.json" <<'EOF' \
+    || fail "attention_report's h2o at ratio_ppm $ppm: not the whole matrix's sets"
+import json, sys
+whole, report = (json.load(open(p)) for p in sys.argv[1:3])
+assert whole["steps"] == report["steps"] and whole["kept_at_end"] == report["kept_at_end"]
+victims = sum(len(s["victims"]) for s in whole["steps"][0]["sets"])
+assert victims > 0
+print(f"h2o from totals = h2o from all 568 rows: {victims} victims, {len(whole['steps'])} steps")
+EOF
+done
 # Refusals: the totals are eager, window-layout only.
-for extra in "--attention sdpa" "--prefill_chunk 256" "--matrix"; do
+for extra in "--attention sdpa" "--prefill_chunk 256" "--matrix" \
+    "--totals_decode 600" "--totals_decode -1"; do
   # shellcheck disable=SC2086
   "$PYTHON" "$CAPTURE" --model "$TMP/model" --token_ids "$TMP/ids.txt" \
     --layer 0 --totals $extra --output "$TMP/bad-totals.safetensors" \
@@ -593,6 +638,11 @@ for extra in "--attention sdpa" "--prefill_chunk 256" "--matrix"; do
     && grep -q -- "--totals" "$TMP/bad-totals" \
     || fail "capture --totals $extra: $(cat "$TMP/bad-totals")"
 done
+"$PYTHON" "$CAPTURE" --model "$TMP/model" --token_ids "$TMP/ids.txt" \
+  --totals_decode 8 --output "$TMP/bad-totals.safetensors" >"$TMP/bad-totals" 2>&1
+[[ $? -eq 2 && ! -e "$TMP/bad-totals.safetensors" ]] \
+  && grep -q -- "give --totals too" "$TMP/bad-totals" \
+  || fail "capture --totals_decode without --totals: $(cat "$TMP/bad-totals")"
 
 echo "capture_attention_test took $((SECONDS - start)) s"
 if [[ $failures -ne 0 ]]; then

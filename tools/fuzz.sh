@@ -159,6 +159,11 @@ seeds = {
     "window-totals": (b"\x01\x08\x00\x00\x00", safetensors([
         ("window.0", [2, 3, 6], window(2, 3, 6)),
         ("totals.0", [2, 6], [3.0, 2.5, 2.0, 1.5, 1.0, 0.5] * 2)])),
+    # window.0 [2, 3, 6] and totals.0 [2, 5] (capture --totals_decode 1):
+    # --totals --decode=1.
+    "window-totals-decode": (b"\x01\x08\x00\x00\x81", safetensors([
+        ("window.0", [2, 3, 6], window(2, 3, 6)),
+        ("totals.0", [2, 5], [2.5, 2.0, 1.5, 1.0, 0.5] * 2)])),
     # layer.1 [1, 4, 4] and window.1 [1, 2, 4]: --decode=1 picks the window.
     "both": (b"\x01\x00\x00\x00\x81", safetensors([
         ("layer.1", [1, 4, 4], matrix(1, 4)),

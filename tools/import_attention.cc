@@ -37,10 +37,11 @@
 // positions and carrying its rows as query rows (the last m of them with
 // --window_rows=m, capped by each chunk's rows); --decode=D takes the last
 // chunk's last D positions as decode steps (D below its row count).
-// --totals (window, --decode=0 only): also the tensor totals.<n> that
+// --totals (window layout): also the tensor totals.<n> that
 // capture_attention.py --totals writes, carried on the prefill step as
-// each head's column totals over all L queries (spec/prefill.md#column-totals),
-// which h2o reads instead of the rows.
+// each head's column totals over its P = L - D queries
+// (spec/prefill.md#column-totals), which h2o reads instead of the rows;
+// the tensor must hold P columns (capture with --totals_decode D).
 // --layout=matrix|window|chunks chooses when a layer has several kinds;
 // chunk tensors beside layer.<n> or window.<n> require it.
 //
@@ -113,10 +114,11 @@ ABSL_FLAG(std::string, decode, "",
           "count.");
 
 ABSL_FLAG(bool, totals, false,
-          "window.<n> only, with --decode=0: also read totals.<n> (F64 "
-          "[heads, L], capture_attention.py --totals) and carry the selected "
-          "heads' column totals on the prefill step, total_rows L "
-          "(spec/prefill.md#column-totals), for h2o.");
+          "window.<n> only: also read totals.<n> (F64 [heads, L - D], "
+          "capture_attention.py --totals --totals_decode D) and carry the "
+          "selected heads' column totals on the prefill step of L - D "
+          "positions, total_rows L - D (spec/prefill.md#column-totals), "
+          "for h2o.");
 
 namespace kvspec {
 namespace {

@@ -177,10 +177,12 @@ struct Layout {
   // Window (one) and chunks (ascending ends, the last ending at L): the
   // tensors of query rows. row_start and head_stride are empty.
   std::vector<ChunkRows> chunks;
-  // ImportOptions::totals: totals.<n>, float64 [heads, L], from byte
+  // ImportOptions::totals: totals.<n>, float64 [heads, totals_width]
+  // (the totals over queries 0 .. totals_width - 1), from byte
   // totals_data; totals_tensor empty when not read.
   std::string totals_tensor;
   uint64_t totals_data = 0;
+  uint64_t totals_width = 0;
 
   uint32_t first_query() const { return length - rows; }
   uint64_t row_keys(uint32_t q) const {
@@ -1408,8 +1410,9 @@ absl::StatusOr<Layout> ReadSafetensors(absl::string_view bytes,
     if (read == TensorLayout::kWindow) {
       absl::StatusOr<Layout> layout = WindowLayout(*window, data_start, metadata);
       if (!layout.ok() || !options.totals) return layout;
-      // ImportOptions::totals: totals.<n>, F64 [heads, L] of the window's
-      // heads and L.
+      // ImportOptions::totals: totals.<n>, F64 [heads, P] of the window's
+      // heads, 1 <= P <= L (P is checked against the prefill step's
+      // admitted positions when the plan is made).
       const std::string name = absl::StrCat("totals.", n);
       const TensorEntry* totals = nullptr;
       for (const TensorEntry& tensor : tensors) {
@@ -1427,9 +1430,10 @@ absl::StatusOr<Layout> ReadSafetensors(absl::string_view bytes,
             totals->dtype));
       }
       if (totals->shape.size() != 2 || totals->shape[0] != layout->heads ||
-          totals->shape[1] != layout->length) {
+          totals->shape[1] < 1 || totals->shape[1] > layout->length) {
         return Invalid(absl::StrFormat(
-            "tensor %s: shape %s is not [heads, L] = [%d, %d] of tensor %s",
+            "tensor %s: shape %s is not [heads, P] = [%d, 1..%d]: the heads "
+            "and at most the L positions of tensor %s",
             name, ShapeText(totals->shape), layout->heads, layout->length,
             window->name));
       }
@@ -1443,6 +1447,7 @@ absl::StatusOr<Layout> ReadSafetensors(absl::string_view bytes,
       }
       layout->totals_tensor = name;
       layout->totals_data = data_start + totals->begin;
+      layout->totals_width = totals->shape[1];
       return layout;
     }
     if (WindowFlagsGiven(options)) {
@@ -1755,14 +1760,16 @@ absl::StatusOr<Plan> MakePlan(const Layout& layout,
         "window's R = %d (%s)",
         m, D, m + D, R, shape));
   }
-  if (options.totals && D > 0) {
+  if (options.totals && layout.totals_width != P) {
     return Invalid(absl::StrFormat(
-        "--totals with --decode=%d: tensor %s holds the totals of all L = %d "
-        "queries, but the prefill step would admit only P = L - D = %d "
-        "positions; import with --decode=0",
-        D, layout.totals_tensor, L, P));
+        "--totals with --decode=%d: tensor %s holds the totals of the first "
+        "%d queries, but the prefill step admits P = L - D = %d - %d = %d "
+        "positions; import with --decode=%d, or capture with "
+        "capture_attention.py --totals_decode %d",
+        D, layout.totals_tensor, layout.totals_width, L, D, P,
+        L - layout.totals_width, D));
   }
-  plan.prefill.push_back({P, P, m, options.totals ? L : 0});
+  plan.prefill.push_back({P, P, m, options.totals ? P : 0});
   plan.first_decode = P;
   return plan;
 }

@@ -192,12 +192,12 @@ struct ImportOptions {
   // Window and chunks layouts only: D, the prompt's last positions that
   // become decode steps after the prefill step(s). nullopt: 0.
   std::optional<uint32_t> decode;
-  // Window layout only: also read totals.<n>, float64 [heads, L] (what
-  // capture_attention.py --totals writes: each key's column total over all
-  // L queries), and carry the selected heads' totals on the prefill step
-  // with total_rows L (spec/prefill.md#column-totals), for h2o. Refused
-  // with decode above 0 (the totals are over all L queries, the prefill
-  // step would admit L - D), for other layouts, and when the file has no
+  // Window layout only: also read totals.<n>, float64 [heads, P] (what
+  // capture_attention.py --totals writes: each key's column total over
+  // the first P queries, P = L - its --totals_decode), and carry the
+  // selected heads' totals on the prefill step with total_rows P
+  // (spec/prefill.md#column-totals), for h2o. Refused unless P is the
+  // prefill step's L - decode, for other layouts, and when the file has no
   // totals.<n>; every value carried must be finite with its sign bit clear.
   bool totals = false;
   // The memory the import may use, in bytes. nullopt: MemAvailable from
