@@ -17,9 +17,21 @@ Each stage is its own process; the table gives its wall time and its peak
 resident memory (the child's ru_maxrss from wait4), against the floor: the
 bytes of the rows the policies need (Hq x window x L x 4). Then the deeper
 layer: capturing layer 1 needs layer 0's whole attention (quadratic in the
-length), timed at --deep_lengths; and the sdpa path at the first length: the
-rows kvpress recomputes under sdpa against eager's, and how many kept
-positions SnapKV's choice changes.
+length), timed at --deep_lengths.
+
+The sdpa path at --sdpa_length (default 2048; 0 skips it): layers 0 and 1
+captured with --attention eager and with --attention sdpa (the rows kvpress
+recomputes under sdpa), each layer imported and run through snapkv; per
+layer, the largest difference between the two captures' rows (absolute, and
+relative to the eager weight where it is at least 1e-6) and how many of
+SnapKV's kept positions differ. Layer 0's inputs are the embeddings under
+both; layer 1's are layer 0's outputs, computed by eager or sdpa attention.
+
+A chunked prefill at --chunked_lengths (default 32768) with --prefill_chunk
+C (default 8192): capture_attention.py --prefill_chunk (each chunk's last
+--window queries over the keys up to its end), import_attention
+--layout=chunks (one prefill step per chunk), simulate snapkv with the same
+preset (it compresses at each chunk's step).
 
 H2O at --h2o_lengths: capture_attention.py --totals (every row of layer 0
 computed, the window's kept, each key's column total over all L queries
@@ -48,11 +60,8 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 GIB = 1024 ** 3
-POLICIES = (
-    ("snapkv", "preset=kvpress-0.5.5,ratio_ppm=500000"),
-    ("tova", "preset=kvpress-0.5.5,ratio_ppm=500000"),
-    ("streamingllm", "preset=kvpress-0.5.5,ratio_ppm=500000"),
-)
+PRESET = "preset=kvpress-0.5.5,ratio_ppm=500000"
+POLICIES = (("snapkv", PRESET), ("tova", PRESET), ("streamingllm", PRESET))
 
 MODEL_SCRIPT = """
 import sys, torch, transformers
@@ -72,21 +81,68 @@ LlamaForCausalLM(config).save_pretrained(sys.argv[1])
 """
 
 
-def run_measured(command, what):
-    """Runs `command` and measures it alone: wall time and its own peak RSS."""
+# Each stage is started by this small launcher, itself started before the
+# bench holds anything: a child's ru_maxrss counts the memory of the process
+# it was forked from (Linux carries the old image's peak across exec), so a
+# stage forked from the bench, which by then holds 131,072-token results,
+# would report the bench's size as its own. The launcher stays near 10 MiB.
+LAUNCHER = r"""
+import json, os, subprocess, sys, threading, time
+for line in sys.stdin:
+    command = json.loads(line)
     began = time.monotonic()
     child = subprocess.Popen(command, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE)
-    # Read the pipes fully, then reap with wait4 for the child's own rusage.
-    out = child.stdout.read()
-    err = child.stderr.read()
+    streams = {}
+    def drain(name, stream):
+        streams[name] = stream.read()
+    threads = [threading.Thread(target=drain, args=item)
+               for item in (("out", child.stdout), ("err", child.stderr))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     _, status, usage = os.wait4(child.pid, 0)
     child.returncode = os.waitstatus_to_exitcode(status)
-    seconds = time.monotonic() - began
-    if child.returncode != 0:
-        sys.exit(f"long_context: {what} failed (exit {child.returncode}):\n"
-                 f"{err.decode(errors='replace')[-2000:]}")
-    return seconds, usage.ru_maxrss * 1024, out.decode(), err.decode()
+    print(json.dumps({"seconds": time.monotonic() - began,
+                      "status": child.returncode,
+                      "peak": usage.ru_maxrss * 1024,
+                      "out": streams["out"].decode(errors="replace"),
+                      "err": streams["err"].decode(errors="replace")}),
+          flush=True)
+"""
+_launcher = None
+
+
+def start_launcher():
+    global _launcher
+    _launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 text=True)
+
+
+def run_measured(command, what):
+    """Runs `command` and measures it alone: wall time and its own peak RSS
+    (the child's ru_maxrss from wait4, in the launcher)."""
+    _launcher.stdin.write(json.dumps(command) + "\n")
+    _launcher.stdin.flush()
+    line = _launcher.stdout.readline()
+    if not line:
+        sys.exit(f"long_context: the launcher died running {what}")
+    result = json.loads(line)
+    if result["status"] != 0:
+        sys.exit(f"long_context: {what} failed (exit {result['status']}):\n"
+                 f"{result['err'][-2000:]}")
+    return result["seconds"], result["peak"], result["out"], result["err"]
+
+
+def run_simulate(simulate, scenario, policy, params, result, what):
+    """simulate --json on one scenario: wall time, peak RSS, the JSON."""
+    seconds, peak, _, _ = run_measured(
+        [simulate, f"--scenario={scenario}", f"--policy={policy}",
+         f"--params={params}", f"--json={result}", "--quiet"], what)
+    with open(result, encoding="utf-8") as f:
+        return seconds, peak, json.load(f)
 
 
 def gib(count):
@@ -98,15 +154,26 @@ def main():
     parser.add_argument("--lengths", default="8192,32768,131072")
     parser.add_argument("--deep_lengths", default="2048,4096,8192")
     parser.add_argument("--h2o_lengths", default="8192,32768")
+    parser.add_argument("--sdpa_length", type=int, default=2048)
+    parser.add_argument("--chunked_lengths", default="32768")
+    parser.add_argument("--prefill_chunk", type=int, default=8192)
     parser.add_argument("--window", type=int, default=64)
     parser.add_argument("--work", default="/tmp/kvspec-long-context")
     parser.add_argument("--skip_build", action="store_true",
                         help="use bazel-bin's import_attention and simulate "
                         "as they are")
     args = parser.parse_args()
+    start_launcher()
     lengths = [int(x) for x in args.lengths.split(",") if x]
     deep = [int(x) for x in args.deep_lengths.split(",") if x]
     h2o_lengths = [int(x) for x in args.h2o_lengths.split(",") if x]
+    chunked = [int(x) for x in args.chunked_lengths.split(",") if x]
+    if args.prefill_chunk < 1:
+        sys.exit(f"long_context: --prefill_chunk must be at least 1, got "
+                 f"{args.prefill_chunk}")
+    if args.sdpa_length < 0:
+        sys.exit(f"long_context: --sdpa_length must be 0 (skip) or a "
+                 f"length, got {args.sdpa_length}")
     os.makedirs(args.work, exist_ok=True)
     python = sys.executable
     capture = os.path.join(REPO, "tools", "capture_attention.py")
@@ -125,7 +192,7 @@ def main():
     if not os.path.isfile(os.path.join(model, "config.json")):
         subprocess.run([python, "-c", MODEL_SCRIPT, model], check=True)
     ids_path = os.path.join(args.work, "ids.txt")
-    longest = max(lengths + deep + h2o_lengths)
+    longest = max(lengths + deep + h2o_lengths + chunked + [args.sdpa_length])
     rng = random.Random(7)
     with open(ids_path, "w", encoding="ascii") as f:
         f.write(" ".join(str(rng.randrange(128256)) for _ in range(longest)))
@@ -154,13 +221,10 @@ def main():
               f"scenario |", flush=True)
         os.unlink(window)
         for policy, params in POLICIES:
-            result = os.path.join(args.work, f"{policy}-{length}.json")
-            seconds, peak, out, err = run_measured(
-                [simulate, f"--scenario={scenario}", f"--policy={policy}",
-                 f"--params={params}", f"--json={result}", "--quiet"],
+            seconds, peak, data = run_simulate(
+                simulate, scenario, policy, params,
+                os.path.join(args.work, f"{policy}-{length}.json"),
                 f"simulate {policy} at {length}")
-            with open(result, encoding="utf-8") as f:
-                data = json.load(f)
             kept = summarize_kept(data)
             print(f"| {length} | simulate {policy} | {seconds:.1f} | "
                   f"{gib(peak)} | {gib(floor)} | {kept} |", flush=True)
@@ -186,15 +250,51 @@ def main():
               f"{gib(floor)} | {os.path.getsize(scenario) / GIB:.3f} GiB "
               f"scenario |", flush=True)
         os.unlink(window)
-        result = os.path.join(args.work, f"h2o-{length}.json")
-        seconds, peak, out, err = run_measured(
-            [simulate, f"--scenario={scenario}", "--policy=h2o",
-             "--params=preset=kvpress-0.5.5,ratio_ppm=500000",
-             f"--json={result}", "--quiet"], f"simulate h2o at {length}")
-        with open(result, encoding="utf-8") as f:
-            data = json.load(f)
+        seconds, peak, data = run_simulate(
+            simulate, scenario, "h2o", PRESET,
+            os.path.join(args.work, f"h2o-{length}.json"),
+            f"simulate h2o at {length}")
         print(f"| {length} | simulate h2o | {seconds:.1f} | {gib(peak)} | "
               f"{gib(floor)} | {summarize_kept(data)} |", flush=True)
+        os.unlink(scenario)
+
+    if args.sdpa_length:
+        print()
+        compare_sdpa(args, python, capture, importer, simulate, model,
+                     ids_path)
+
+    if chunked:
+        print()
+        print(f"Chunked prefill, chunks of {args.prefill_chunk} tokens:")
+        print()
+        print("| tokens | stage | wall s | peak GiB | output |")
+        print("| ---: | --- | ---: | ---: | --- |")
+    for length in chunked:
+        chunks = os.path.join(args.work, f"chunks-{length}.safetensors")
+        scenario = os.path.join(args.work, f"chunks-{length}.pb")
+        seconds, peak, out, _ = run_measured(
+            [python, capture, "--model", model, "--token_ids", ids_path,
+             "--max_tokens", str(length), "--layers", "0", "--window",
+             str(args.window), "--prefill_chunk", str(args.prefill_chunk),
+             "--output", chunks], f"capture --prefill_chunk at {length}")
+        print(f"| {length} | capture layer 0 --prefill_chunk "
+              f"{args.prefill_chunk} | {seconds:.1f} | {gib(peak)} | "
+              f"{os.path.getsize(chunks) / GIB:.3f} GiB file |", flush=True)
+        seconds, peak, out, _ = run_measured(
+            [importer, f"--input={chunks}", f"--output={scenario}",
+             "--kv_heads=8", "--layout=chunks"],
+            f"import --layout=chunks at {length}")
+        print(f"| {length} | import --layout=chunks | {seconds:.1f} | "
+              f"{gib(peak)} | {os.path.getsize(scenario) / GIB:.3f} GiB "
+              f"scenario |", flush=True)
+        os.unlink(chunks)
+        seconds, peak, data = run_simulate(
+            simulate, scenario, "snapkv", PRESET,
+            os.path.join(args.work, f"chunks-snapkv-{length}.json"),
+            f"simulate snapkv on chunks at {length}")
+        print(f"| {length} | simulate snapkv ({len(data['steps'])} steps) | "
+              f"{seconds:.1f} | {gib(peak)} | {summarize_kept(data)} |",
+              flush=True)
         os.unlink(scenario)
 
     print()
@@ -216,6 +316,75 @@ def main():
               f"{layer_seconds.get(0, float('nan')):.1f} | "
               f"{layer_seconds.get(1, float('nan')):.1f} |", flush=True)
         os.unlink(window)
+
+
+def compare_sdpa(args, python, capture, importer, simulate, model,
+                 ids_path):
+    """Eager against sdpa at one length, layers 0 and 1: the rows and
+    SnapKV's kept sets."""
+    length = args.sdpa_length
+    print(f"The sdpa path at {length} tokens, layers 0 and 1 (snapkv, "
+          f"kvpress-0.5.5 preset, ratio 0.5):")
+    print()
+    print("| attention | capture wall s | peak GiB | layer | largest "
+          "difference from eager (abs / rel) | snapkv kept positions not in "
+          "eager's |")
+    print("| --- | ---: | ---: | ---: | --- | ---: |")
+    files, kept = {}, {}
+    for attention in ("eager", "sdpa"):
+        window = os.path.join(args.work, f"{attention}-{length}.safetensors")
+        seconds, peak, out, _ = run_measured(
+            [python, capture, "--model", model, "--token_ids", ids_path,
+             "--max_tokens", str(length), "--layers", "0,1", "--window",
+             str(args.window), "--attention", attention, "--output", window],
+            f"capture --attention {attention} at {length}")
+        files[attention] = window
+        for layer in (0, 1):
+            scenario = os.path.join(args.work,
+                                    f"{attention}-{length}-{layer}.pb")
+            run_measured([importer, f"--input={window}",
+                          f"--output={scenario}", f"--layer={layer}",
+                          "--kv_heads=8"],
+                         f"import {attention} layer {layer} at {length}")
+            _, _, data = run_simulate(
+                simulate, scenario, "snapkv", PRESET,
+                os.path.join(args.work,
+                             f"{attention}-snapkv-{length}-{layer}.json"),
+                f"simulate snapkv {attention} layer {layer} at {length}")
+            os.unlink(scenario)
+            kept[attention, layer] = [set(s["kept"])
+                                      for s in data["kept_at_end"]]
+        if attention == "eager":
+            print(f"| eager | {seconds:.1f} | {gib(peak)} | 0, 1 | | |",
+                  flush=True)
+            continue
+        for layer in (0, 1):
+            absolute, relative = row_differences(files["eager"], window,
+                                                 f"window.{layer}")
+            moved = sum(len(s - e) for s, e in zip(kept["sdpa", layer],
+                                                    kept["eager", layer]))
+            total = sum(len(e) for e in kept["eager", layer])
+            print(f"| sdpa | {seconds:.1f} | {gib(peak)} | {layer} | "
+                  f"{absolute:.3g} / {relative:.3g} | {moved} of {total} |",
+                  flush=True)
+    for window in files.values():
+        os.unlink(window)
+
+
+def row_differences(eager_path, sdpa_path, name):
+    """The largest |sdpa - eager| over one layer's window rows (tensor
+    `name`), and the largest relative to eager where eager >= 1e-6."""
+    import numpy  # the torch environment has both
+    from safetensors.numpy import load_file
+    eager = load_file(eager_path)[name].astype(numpy.float64)
+    sdpa = load_file(sdpa_path)[name].astype(numpy.float64)
+    if eager.shape != sdpa.shape:
+        sys.exit(f"long_context: eager {name} {eager.shape} and sdpa "
+                 f"{name} {sdpa.shape} differ in shape")
+    diff = numpy.abs(sdpa - eager)
+    big = eager >= 1e-6
+    relative = float((diff[big] / eager[big]).max()) if big.any() else 0.0
+    return float(diff.max()), relative
 
 
 def summarize_kept(data):
