@@ -2328,6 +2328,18 @@ void AddSearchCases(SuiteBuilder& b) {
          "vectors had sinks)",
          P("h2o", {{"budget", 2}, {"recent_window", 0}}),
          "search-trace-heads-no-sinks");
+  b.Add(Explicit("search-two-positions-one-row", {Null(1), WithRow({0.125f})}));
+  b.Case("search/snapkv/avg-pool-kernel-wider-than-kept", {"search.found"},
+         "found by tools/search (seed 1, case 129; the whole-port run's "
+         "slice 6): avg pooling with pool_kernel 5 (r = 2) over n = 2 "
+         "kept slots, so each slot's neighbourhood j = i - 2 .. i + 2 "
+         "clipped to 0 <= j < 2 is both slots: sums 0.125 and 0 pool to "
+         "0.125 / 5 = 0.025 each, a tie, and 0 goes (the Python port's "
+         "avg_pool with the radius clamped to n - 2 for n - 1 pooled "
+         "nothing, scored 0.025 and 0, and evicted 1; no vector had avg "
+         "pooling over fewer kept slots than the kernel's radius + 2)",
+         P("snapkv", {{"budget", 1}, {"recent_window", 0}, {"pooling", 1}}),
+         "search-two-positions-one-row");
   b.Case("search/trace/zero-hash", {},
          "the same seed with one head (TraceGenerator's own salience, not "
          "HeadsTrace's): salience(0) is 2^-53; with the hash's +1 changed, "
