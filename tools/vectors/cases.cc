@@ -2340,6 +2340,21 @@ void AddSearchCases(SuiteBuilder& b) {
          "pooling over fewer kept slots than the kernel's radius + 2)",
          P("snapkv", {{"budget", 1}, {"recent_window", 0}, {"pooling", 1}}),
          "search-two-positions-one-row");
+  b.Add(Explicit("search-totals-one-row",
+                 {WithTotals(QueryRows(2, {{0.25f, 0.75f}}), 1, 1, 1)}));
+  b.Case("search/totals/total-rows-one", {"search.found"},
+         "found by tools/search (seed 1, case 7, shrunk to one position and "
+         "total_rows 1; the mutation run of the functions spec 0.10.0 "
+         "changed), here with a second position so that h2o reads the "
+         "totals and evicts: a two-position prefill whose column totals "
+         "cover its last query only, total_rows 1, the least that check 3 "
+         "of prefill.md#their-checks accepts: totals 0.25, 0.75, 0 goes "
+         "(the Python port's _check_totals with 1 <= total_rows made "
+         "2 <= total_rows refused the step ATTENTION_LENGTH; every "
+         "accepted totals vector had total_rows 2 or more, and the one "
+         "with total_rows 1 is refused for its missing query rows)",
+         P("h2o", {{"budget", 1}, {"recent_window", 0}}),
+         "search-totals-one-row");
   b.Case("search/trace/zero-hash", {},
          "the same seed with one head (TraceGenerator's own salience, not "
          "HeadsTrace's): salience(0) is 2^-53; with the hash's +1 changed, "
