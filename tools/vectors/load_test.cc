@@ -7,7 +7,12 @@
 #include <sstream>
 #include <string>
 
+#include <sys/stat.h>
+
+#include <functional>
+
 #include "cc/sha256.h"
+#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 
 namespace kvspec {
@@ -133,6 +138,83 @@ TEST(LoadVectorSet, RefusesGarbageWithAMatchingDigest) {
                 "full.pb: not a binary kvspec.v1.VectorFile"),
             absl::string_view::npos)
       << set.status();
+}
+
+// A copy of the vectors whose manifest `edit` changed.
+fs::path CopyWithManifest(const std::string& name,
+                          const std::function<void(v1::Manifest&)>& edit) {
+  const fs::path dir = CopyVectors(name);
+  v1::Manifest manifest;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(
+                  Read(dir / "MANIFEST.json"), &manifest)
+                  .ok());
+  edit(manifest);
+  std::string json;
+  EXPECT_TRUE(google::protobuf::util::MessageToJsonString(manifest, &json).ok());
+  Write(dir / "MANIFEST.json", json);
+  return dir;
+}
+
+void ExpectRefusal(const fs::path& dir, const std::string& words) {
+  const auto set = LoadVectorSet(dir.string());
+  ASSERT_FALSE(set.ok()) << dir;
+  EXPECT_NE(set.status().message().find(words), absl::string_view::npos)
+      << set.status();
+}
+
+TEST(LoadVectorSet, RefusesAFifoOrADirectoryWithoutReadingIt) {
+  // A FIFO would block a reader forever; a directory is not "truncated".
+  fs::path dir = CopyVectors("fifo");
+  fs::remove(dir / "tova.pb");
+  ASSERT_EQ(mkfifo((dir / "tova.pb").c_str(), 0600), 0);
+  ExpectRefusal(dir, "tova.pb is a FIFO, not a regular file");
+
+  dir = CopyVectors("directory");
+  fs::remove(dir / "tova.pb");
+  fs::create_directory(dir / "tova.pb");
+  ExpectRefusal(dir, "tova.pb is a directory, not a regular file");
+
+  dir = CopyVectors("fifo-manifest");
+  fs::remove(dir / "MANIFEST.json");
+  ASSERT_EQ(mkfifo((dir / "MANIFEST.json").c_str(), 0600), 0);
+  ExpectRefusal(dir, "MANIFEST.json is a FIFO");
+}
+
+TEST(LoadVectorSet, RefusesAFileLargerThanListedBeforeReadingIt) {
+  const fs::path dir = CopyVectors("grown");
+  Write(dir / "tova.pb", Read(dir / "tova.pb") + "extra");
+  ExpectRefusal(dir, "but the manifest lists");
+}
+
+TEST(LoadVectorSet, RefusesAnotherSpecVersion) {
+  const fs::path dir = CopyWithManifest(
+      "old-version", [](v1::Manifest& m) { m.set_spec_version("0.9.0"); });
+  ExpectRefusal(dir, "spec_version '0.9.0', but this build implements spec");
+}
+
+TEST(LoadVectorSet, RefusesAManifestListingNoFiles) {
+  const fs::path dir = CopyWithManifest("no-files", [](v1::Manifest& m) {
+    m.clear_files();
+    m.set_cases(0);
+  });
+  ExpectRefusal(dir, "lists no files");
+}
+
+TEST(LoadVectorSet, RefusesPathsOutsideTheFolderAndRepeatedEntries) {
+  for (const auto& [path, words] : std::vector<std::pair<std::string, std::string>>{
+           {"../vectors/tova.pb", "a path with '..'"},
+           {"/etc/passwd", "an absolute path"},
+           {"./tova.pb", "a path with '.'"},
+           {"", "an empty path"}}) {
+    const fs::path dir = CopyWithManifest("outside", [&path = path](v1::Manifest& m) {
+      m.mutable_files(0)->set_path(path);
+    });
+    ExpectRefusal(dir, words);
+  }
+  const fs::path dir = CopyWithManifest("twice", [](v1::Manifest& m) {
+    *m.add_files() = m.files(0);
+  });
+  ExpectRefusal(dir, "is listed twice");
 }
 
 }  // namespace
