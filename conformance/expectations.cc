@@ -108,6 +108,22 @@ Verdict Judge(const RunReport& report, const std::vector<Expectation>& expectati
           OutcomeName(expected)));
     }
   }
+  // A run that judged nothing proves nothing: every case not run (a hello
+  // declaring spec 0.0.0 or no policies) or skipped is an error, not a pass.
+  int judged = 0, skipped = 0;
+  for (const CaseReport& c : report.cases) {
+    if (c.outcome == Outcome::kSkipped) {
+      ++skipped;
+    } else if (c.outcome != Outcome::kNotRun) {
+      ++judged;
+    }
+  }
+  if (judged == 0) {
+    verdict.failures.push_back(absl::StrFormat(
+        "no case was judged: of %d cases selected, %d not run and %d skipped by "
+        "the port",
+        report.cases.size(), verdict.not_run, skipped));
+  }
   for (size_t i = 0; i < expectations.size(); ++i) {
     if (!used[i]) {
       verdict.failures.push_back(absl::StrFormat(

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "absl/strings/str_format.h"
+#include "conformance/port_text.h"
 
 namespace kvspec {
 namespace conformance {
@@ -41,6 +42,8 @@ absl::StatusOr<std::unique_ptr<PortProcess>> PortProcess::Start(
     return absl::InternalError(absl::StrFormat("fork: %s", std::strerror(errno)));
   }
   if (pid == 0) {
+    // A process group of its own, so Kill reaches everything it starts.
+    setpgid(0, 0);
     dup2(in[0], 0);
     dup2(out[1], 1);
     dup2(err[1], 2);
@@ -51,6 +54,9 @@ absl::StatusOr<std::unique_ptr<PortProcess>> PortProcess::Start(
     execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
+  // Also from this side, so the group exists before Kill can be called
+  // (whichever of the two runs first; the other fails harmlessly).
+  setpgid(pid, pid);
   close(in[0]);
   close(out[1]);
   close(err[1]);
@@ -76,6 +82,11 @@ PortProcess::~PortProcess() {
   if (stderr_ >= 0) close(stderr_);
 }
 
+std::string PortProcess::stderr_tail() const {
+  // Escapes can make the text up to four times its bytes.
+  return PortText(stderr_tail_, 4 * kStderrTailBytes);
+}
+
 void PortProcess::DrainStderr() {
   char buffer[4096];
   while (stderr_ >= 0) {
@@ -83,7 +94,7 @@ void PortProcess::DrainStderr() {
     if (n > 0) {
       stderr_tail_.append(buffer, static_cast<size_t>(n));
       if (stderr_tail_.size() > kStderrTailBytes) {
-        stderr_tail_.erase(0, stderr_tail_.size() - kStderrTailBytes);
+        stderr_tail_ = TailOnBoundary(stderr_tail_, kStderrTailBytes);
       }
       continue;
     }
@@ -109,12 +120,25 @@ PortProcess::Received PortProcess::Receive(double timeout_seconds,
         break;
     }
     if (stdout_ < 0) return Received::kEof;
+    // The port exited, but stdout is still open (a child it started holds
+    // it): what it wrote before exiting is in the pipe; read that, and then
+    // it is an end of file, not a wait for the timeout.
+    // (Each pass decodes what it read; the cap bounds a flood.)
+    Reap(false);
+    if (reaped_) {
+      if (ReadSome()) continue;
+      DrainStderr();
+      close(stdout_);
+      stdout_ = -1;
+      return Received::kEof;
+    }
     const int64_t left = deadline - NowMillis();
     if (left <= 0) return Received::kTimeout;
     pollfd fds[2] = {{stdout_, POLLIN, 0}, {stderr_, POLLIN, 0}};
     const int nfds = stderr_ >= 0 ? 2 : 1;
+    // Short waits, so an exit is seen within a tenth of a second.
     const int ready = poll(fds, static_cast<nfds_t>(nfds),
-                           static_cast<int>(std::min<int64_t>(left, 1000)));
+                           static_cast<int>(std::min<int64_t>(left, 100)));
     if (ready < 0 && errno != EINTR) return Received::kEof;
     if (nfds == 2 && fds[1].revents != 0) DrainStderr();
     if (fds[0].revents != 0) {
@@ -131,27 +155,40 @@ PortProcess::Received PortProcess::Receive(double timeout_seconds,
   }
 }
 
-bool PortProcess::Send(const std::string& payload, double timeout_seconds) {
+bool PortProcess::ReadSome() {
+  if (stdout_ < 0) return false;
+  char buffer[65536];
+  const ssize_t n = read(stdout_, buffer, sizeof(buffer));
+  if (n <= 0) return false;  // EAGAIN (a child holds the pipe open), EOF, error
+  decoder_.Feed(absl::string_view(buffer, static_cast<size_t>(n)));
+  return true;
+}
+
+PortProcess::Sent PortProcess::Send(const std::string& payload,
+                                    double timeout_seconds) {
   const std::string frame = EncodeFrame(payload);
   const int64_t deadline =
       NowMillis() + static_cast<int64_t>(timeout_seconds * 1000.0);
   size_t written = 0;
   while (written < frame.size()) {
-    if (stdin_ < 0) return false;
+    if (stdin_ < 0) return Sent::kClosed;
     const ssize_t n = write(stdin_, frame.data() + written, frame.size() - written);
     if (n > 0) {
       written += static_cast<size_t>(n);
       continue;
     }
-    if (n < 0 && errno != EAGAIN && errno != EINTR) return false;  // EPIPE
+    if (n < 0 && errno != EAGAIN && errno != EINTR) return Sent::kClosed;  // EPIPE
     const int64_t left = deadline - NowMillis();
-    if (left <= 0) return false;
+    if (left <= 0) {
+      Reap(false);
+      return reaped_ ? Sent::kClosed : Sent::kTimeout;
+    }
     // Keep draining stderr so a port blocked on a full stderr pipe can read.
     pollfd fds[2] = {{stdin_, POLLOUT, 0}, {stderr_, POLLIN, 0}};
     poll(fds, stderr_ >= 0 ? 2 : 1, static_cast<int>(std::min<int64_t>(left, 1000)));
     if (stderr_ >= 0 && fds[1].revents != 0) DrainStderr();
   }
-  return true;
+  return Sent::kSent;
 }
 
 bool PortProcess::HasOutputOutOfTurn() {
@@ -176,6 +213,13 @@ void PortProcess::Reap(bool wait) {
 
 void PortProcess::Kill() {
   Reap(false);
+  // The group first: the port's children too, whether or not the port
+  // itself is still running. Until the port is reaped its pid cannot be
+  // reused, so the group is still the port's.
+  if (!group_killed_) {
+    kill(-pid_, SIGKILL);
+    group_killed_ = true;
+  }
   if (!reaped_) {
     kill(pid_, SIGKILL);
     Reap(true);

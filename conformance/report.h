@@ -1,5 +1,8 @@
-// Reports of a conformance run: the text summary (per policy, then the
-// closing line "N passed, N failed, N skipped"), JUnit XML and JSON.
+// Reports of a conformance run: the text summary (per policy and per
+// feature, then the closing line "N passed, N failed, N skipped, N not
+// run"), JUnit XML and JSON. Every count is the same in all three: with
+// --require_all a case not run is counted as failed everywhere. Port-supplied
+// text reaches them only through conformance/port_text.h.
 #ifndef KVSPEC_CONFORMANCE_REPORT_H_
 #define KVSPEC_CONFORMANCE_REPORT_H_
 
@@ -15,7 +18,7 @@ namespace conformance {
 // exclusions, the verdict's problems, and last the closing line.
 std::string TextReport(const RunReport& report, const Verdict& verdict);
 
-std::string JUnitXml(const RunReport& report);
+std::string JUnitXml(const RunReport& report, const Verdict& verdict);
 std::string JsonSummary(const RunReport& report, const Verdict& verdict);
 
 }  // namespace conformance

@@ -12,6 +12,7 @@
 #include "cc/text.h"
 #include "cc/version.h"
 #include "conformance/port.h"
+#include "conformance/port_text.h"
 #include "tools/vectors/features.h"
 
 namespace kvspec {
@@ -20,6 +21,12 @@ namespace {
 
 // Elements shown either side of the first difference in a long list.
 constexpr int kContext = 4;
+
+// A hello's names (port, language, versions, each feature) are short; the
+// runner keeps at most this much of each, and at most kMaxHelloNames
+// features and policies (spec/protocol.md#what-the-runner-keeps).
+constexpr size_t kPortNameBytes = 256;
+constexpr int kMaxHelloNames = 1024;
 
 // `items` as "[a b c]", with the element at `mark` (if >= 0) as ">>x<<";
 // a list longer than 2 * kContext + 1 shows only the elements around the
@@ -313,11 +320,16 @@ Outcome CompareLogs(const kvspec::v1::EvictionLog& expected,
         expected.rejection().step() == actual.rejection().step()))) {
     return Outcome::kPass;
   }
+  // Both refusals' messages: the reference's says which rule refused (a
+  // wrong accept's first clue), the port's is its own text, kept safe.
   detail = absl::StrFormat(
-      "expected %d steps and %s; the port ran %d steps and gave %s%s\n  replay: %s",
-      expected.steps_size(), d.expected_rejection, actual.steps_size(),
-      d.actual_rejection,
-      did_reject ? " (\"" + actual.rejection().message() + "\")" : "", replay);
+      "expected %d steps and %s%s; the port ran %d steps and gave %s%s\n  replay: %s",
+      expected.steps_size(), d.expected_rejection,
+      expect_reject ? " (the reference: \"" + expected.rejection().message() + "\")"
+                    : "",
+      actual.steps_size(), d.actual_rejection,
+      did_reject ? " (\"" + PortText(actual.rejection().message()) + "\")" : "",
+      replay);
   if (divergence != nullptr) *divergence = d;
   if (expect_reject && !did_reject) return Outcome::kWrongAccept;
   if (!expect_reject && did_reject) return Outcome::kWrongReject;
@@ -351,8 +363,13 @@ class Session {
     v1::RunnerMessage message;
     message.mutable_hello()->set_protocol_version(kProtocolVersion);
     message.mutable_hello()->set_spec_version(kSpecVersion);
-    if (!port_->Send(message.SerializeAsString(), options_.timeout_seconds)) {
-      return Fail("could not send the hello");
+    switch (port_->Send(message.SerializeAsString(), options_.timeout_seconds)) {
+      case PortProcess::Sent::kSent:
+        break;
+      case PortProcess::Sent::kClosed:
+        return Fail("it closed stdin before taking the hello");
+      case PortProcess::Sent::kTimeout:
+        return Fail("it did not read the hello within the timeout");
     }
     std::string frame;
     const PortProcess::Received got = port_->Receive(options_.timeout_seconds, frame);
@@ -363,7 +380,8 @@ class Session {
     }
     v1::PortMessage reply;
     if (!reply.ParseFromString(frame) || !reply.has_hello()) {
-      return Fail("the first frame is not a HelloReply");
+      return Fail("the first frame is not a HelloReply (or one of its strings is "
+                  "not valid UTF-8, which proto3 refuses)");
     }
     if (reply.hello().protocol_version() != kProtocolVersion) {
       return Fail(absl::StrFormat(
@@ -371,6 +389,21 @@ class Session {
           reply.hello().protocol_version(), kProtocolVersion));
     }
     *hello = reply.hello();
+    // What the port names itself is port text: kept safe for the reports.
+    hello->set_port_name(PortText(hello->port_name(), kPortNameBytes));
+    hello->set_language(PortText(hello->language(), kPortNameBytes));
+    hello->set_port_version(PortText(hello->port_version(), kPortNameBytes));
+    hello->set_spec_version(PortText(hello->spec_version(), kPortNameBytes));
+    if (hello->features_size() > kMaxHelloNames ||
+        hello->policies_size() > kMaxHelloNames) {
+      return Fail(absl::StrFormat(
+          "its hello lists %d features and %d policies; a hello lists at most "
+          "%d of each",
+          hello->features_size(), hello->policies_size(), kMaxHelloNames));
+    }
+    for (std::string& name : *hello->mutable_features()) {
+      name = PortText(name, kPortNameBytes);
+    }
     return absl::OkStatus();
   }
 
@@ -396,15 +429,25 @@ class Session {
                     "the port wrote to stdout out of turn before this case");
     }
     const uint64_t seq = ++seq_;
-    if (!port_->Send(RequestPayload(loaded, seq), options_.timeout_seconds)) {
-      return Broken(report, Outcome::kCrash, "the port did not take the request");
+    switch (port_->Send(RequestPayload(loaded, seq), options_.timeout_seconds)) {
+      case PortProcess::Sent::kSent:
+        break;
+      case PortProcess::Sent::kClosed:
+        return Broken(report, Outcome::kCrash,
+                      "the port closed stdin or exited before taking the request");
+      case PortProcess::Sent::kTimeout:
+        // Alive but not reading: it is stuck, not dead.
+        return Broken(report, Outcome::kTimeout,
+                      absl::StrFormat("the port did not read the request within %g s",
+                                      options_.timeout_seconds));
     }
     std::string frame;
     switch (port_->Receive(options_.timeout_seconds, frame)) {
       case PortProcess::Received::kFrame:
         break;
       case PortProcess::Received::kEof:
-        return Broken(report, Outcome::kCrash, "the port closed stdout before replying");
+        return Broken(report, Outcome::kCrash,
+                      "the port exited or closed stdout before replying");
       case PortProcess::Received::kTimeout:
         return Broken(report, Outcome::kTimeout,
                       absl::StrFormat("no reply within %g s", options_.timeout_seconds));
@@ -419,7 +462,9 @@ class Session {
     v1::PortMessage reply;
     if (!reply.ParseFromString(frame)) {
       return Broken(report, Outcome::kProtocolError,
-                    absl::StrFormat("a %d-byte frame that is not a PortMessage",
+                    absl::StrFormat("a %d-byte frame that is not a PortMessage "
+                                    "(or one of its strings is not valid UTF-8, "
+                                    "which proto3 refuses)",
                                     frame.size()));
     }
     if (!reply.has_response()) {
@@ -446,11 +491,11 @@ class Session {
       }
       case v1::Response::kSkipped:
         report.outcome = Outcome::kSkipped;
-        report.detail = response.skipped().reason();
+        report.detail = PortText(response.skipped().reason());
         return false;
       case v1::Response::kError:
         report.outcome = Outcome::kError;
-        report.detail = response.error().message() + "\n  replay: " + replay;
+        report.detail = PortText(response.error().message()) + "\n  replay: " + replay;
         return false;
       case v1::Response::RESULT_NOT_SET:
         break;
@@ -486,6 +531,7 @@ class Session {
 absl::StatusOr<RunReport> RunConformance(const vectors::VectorSet& set,
                                          const RunnerOptions& options) {
   RunReport report;
+  report.suite_spec_version = set.manifest.spec_version();
   std::vector<const vectors::LoadedCase*> selected;
   for (const vectors::LoadedCase& c : set.cases) {
     const std::string& id = c.vector->id();
@@ -496,6 +542,24 @@ absl::StatusOr<RunReport> RunConformance(const vectors::VectorSet& set,
     } else {
       selected.push_back(&c);
     }
+  }
+  // A run that can judge nothing is a mistake in its options, said before
+  // the port is started.
+  if (options.shard_total < 1 || options.shard_index < 0 ||
+      options.shard_index >= options.shard_total) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "shard %d of %d: the shard index must be in [0, %d) "
+        "(TEST_SHARD_INDEX, TEST_TOTAL_SHARDS)",
+        options.shard_index, options.shard_total, options.shard_total));
+  }
+  if (selected.empty()) {
+    std::vector<std::string> by;
+    if (!options.case_pattern.empty()) by.push_back("--case=" + options.case_pattern);
+    if (!options.policy.empty()) by.push_back("--policy=" + options.policy);
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s selects none of the %d cases; nothing to run",
+        by.empty() ? std::string("the selection") : absl::StrJoin(by, " with "),
+        set.cases.size()));
   }
   std::vector<const vectors::LoadedCase*> mine;
   for (size_t i = 0; i < selected.size(); ++i) {
@@ -533,6 +597,8 @@ absl::StatusOr<RunReport> RunConformance(const vectors::VectorSet& set,
   int failures_in_a_row = 0;
   int failures = 0;
   bool abandoned = false;
+  // Why the port was abandoned: failures in a row, or a restart that failed.
+  std::string abandoned_because;
   bool stopped = false;
   for (size_t i = 0; i < mine.size(); ++i) {
     const vectors::LoadedCase& loaded = *mine[i];
@@ -553,8 +619,7 @@ absl::StatusOr<RunReport> RunConformance(const vectors::VectorSet& set,
     const auto& supported = report.hello.policies();
     if (abandoned) {
       case_report.outcome = Outcome::kNotReached;
-      case_report.detail = absl::StrFormat(
-          "the port was abandoned after %d failures in a row", options.max_restarts);
+      case_report.detail = abandoned_because;
     } else if (stopped) {
       case_report.outcome = Outcome::kNotReached;
       case_report.detail = absl::StrFormat(
@@ -579,11 +644,16 @@ absl::StatusOr<RunReport> RunConformance(const vectors::VectorSet& set,
       ++failures_in_a_row;
       if (failures_in_a_row >= options.max_restarts) {
         abandoned = true;
+        abandoned_because = absl::StrFormat(
+            "the port was abandoned after %d failures in a row", failures_in_a_row);
         session.Stop();
       } else {
         v1::HelloReply again;
-        if (!session.Start(&again).ok()) {
+        if (absl::Status restarted = session.Start(&again); !restarted.ok()) {
           abandoned = true;
+          abandoned_because = absl::StrFormat(
+              "the port was abandoned: its restart after case %s failed: %s",
+              case_report.id, restarted.message());
           session.Stop();
         }
       }

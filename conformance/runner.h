@@ -122,6 +122,9 @@ struct Exclusion {
 };
 
 struct RunReport {
+  // The spec version of the vectors that were run (their manifest's).
+  std::string suite_spec_version;
+  // The port's hello, its names made safe (conformance/port_text.h).
   v1::HelloReply hello;
   // The features the runner takes the port to implement: its hello's list,
   // or, when that is empty, those of its spec version

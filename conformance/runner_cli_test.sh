@@ -49,7 +49,7 @@ $RUNNER --vectors="$TMP/nowhere" --port="$TESTEE" >"$TMP/novec" 2>&1
 # /bin/false may exit before the hello is written (the runner then cannot
 # send it) or after (no reply comes): a race, both a failed handshake.
 $RUNNER --vectors=vectors --port=/bin/false >"$TMP/false" 2>&1
-[[ $? -eq 1 ]] && grep -qE "no hello reply|could not send the hello" "$TMP/false" \
+[[ $? -eq 1 ]] && grep -qE "no hello reply|closed stdin before taking the hello" "$TMP/false" \
   || fail "a port that exits at once"
 
 # --dump, then --decode: the frames as text, both sides; the wrong side and a
@@ -69,6 +69,46 @@ $RUNNER --decode="$TMP/reply.bin" >"$TMP/wrong.txt" 2>&1
 head -c 9 "$TMP/dump.bin" >"$TMP/cut.bin"
 $RUNNER --decode="$TMP/cut.bin" >"$TMP/cut.txt" 2>&1
 [[ $? -eq 2 ]] && grep -q "is truncated" "$TMP/cut.txt" || fail "a truncated frame"
+
+# Paths that are not files: refused at once, never read or replaced.
+mkfifo "$TMP/fifo"
+timeout 20 $RUNNER --decode="$TMP/fifo" >"$TMP/fifo.txt" 2>&1
+[[ $? -eq 2 ]] && grep -q "is a FIFO, not a regular file" "$TMP/fifo.txt" \
+  || fail "--decode of a FIFO: $(cat "$TMP/fifo.txt")"
+timeout 20 $RUNNER --decode=/dev/zero >"$TMP/zero.txt" 2>&1
+[[ $? -eq 2 ]] && grep -q "is a character device" "$TMP/zero.txt" \
+  || fail "--decode=/dev/zero: $(cat "$TMP/zero.txt")"
+$RUNNER --vectors=vectors --port="$TESTEE" --case=window/basic/single-steps \
+  --json="$TMP/fifo" >"$TMP/jfifo.txt" 2>&1
+[[ $? -eq 2 ]] && grep -q -- "--json=$TMP/fifo exists and is a FIFO" "$TMP/jfifo.txt" \
+  && [[ -p "$TMP/fifo" ]] || fail "--json into a FIFO: $(tail -2 "$TMP/jfifo.txt")"
+
+# A report that cannot be written fails the run, naming it; the other
+# reports are still written.
+$RUNNER --vectors=vectors --port="$TESTEE" --case=window/basic/single-steps \
+  --json="$TMP/no/such/dir/s.json" --junit="$TMP/j2.xml" >"$TMP/nodir.txt" 2>&1
+[[ $? -eq 2 ]] && grep -q -- "--json=$TMP/no/such/dir/s.json: cannot create" "$TMP/nodir.txt" \
+  && [[ -s "$TMP/j2.xml" ]] || fail "--json into a missing folder: $(tail -2 "$TMP/nodir.txt")"
+if [[ -w /dev/full ]]; then
+  $RUNNER --vectors=vectors --port="$TESTEE" --case=window/basic/single-steps \
+    >/dev/full 2>"$TMP/full.txt"
+  [[ $? -eq 2 ]] && grep -q "cannot write the report to stdout" "$TMP/full.txt" \
+    || fail "stdout on a full disk: $(cat "$TMP/full.txt")"
+fi
+
+# Flags that cannot be right, and runs that would judge nothing.
+for bad in nan inf -1 0; do
+  $RUNNER --vectors=vectors --port="$TESTEE" --timeout_seconds=$bad >"$TMP/t.txt" 2>&1
+  [[ $? -eq 2 ]] && grep -q -- "--timeout_seconds must be a number in (0, 86400]" "$TMP/t.txt" \
+    || fail "--timeout_seconds=$bad: $(cat "$TMP/t.txt")"
+done
+$RUNNER --vectors=vectors --port="$TESTEE" --case='no/such/*' >"$TMP/none.txt" 2>&1
+[[ $? -eq 1 ]] && grep -q "selects none of the" "$TMP/none.txt" \
+  && tail -1 "$TMP/none.txt" | grep -q "^0 passed, 1 failed$" \
+  || fail "--case matching nothing: $(cat "$TMP/none.txt")"
+TEST_TOTAL_SHARDS=2 TEST_SHARD_INDEX=5 $RUNNER --vectors=vectors --port="$TESTEE" \
+  >"$TMP/shard.txt" 2>&1
+[[ $? -eq 1 ]] && grep -q "shard 5 of 2" "$TMP/shard.txt" || fail "a shard out of range"
 
 if [[ $failures -ne 0 ]]; then echo "$failures check(s) failed"; exit 1; fi
 echo "all runner CLI checks passed"

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -24,6 +25,7 @@
 #include "conformance/frame.h"
 #include "conformance/report.h"
 #include "conformance/runner.h"
+#include "tools/files/files.h"
 #include "tools/vectors/load.h"
 
 ABSL_FLAG(std::string, port, "",
@@ -39,7 +41,8 @@ ABSL_FLAG(std::string, policy, "", "Run only the cases of this policy.");
 ABSL_FLAG(std::string, expectations, "",
           "Expectation file: '<case id or prefix/*> <outcome> <reason>' per "
           "line. Without one, every case must pass.");
-ABSL_FLAG(double, timeout_seconds, 60.0, "Per-case timeout, in seconds.");
+ABSL_FLAG(double, timeout_seconds, 60.0,
+          "Per-case timeout, in seconds: a number in (0, 86400].");
 ABSL_FLAG(int, max_restarts, 3,
           "Abandon the port after this many crashes, timeouts or protocol "
           "errors in a row; the remaining cases are reported as not reached.");
@@ -85,10 +88,24 @@ int EnvInt(const char* name, int fallback) {
   return value != nullptr ? std::atoi(value) : fallback;
 }
 
-bool WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  return static_cast<bool>(out);
+// A report file, written whole or not at all (tools/files/files.h); a
+// failure names the flag and the path.
+bool WriteReport(const std::string& flag, const std::string& path,
+                 const std::string& text) {
+  const absl::Status written = files::WriteAtomically(flag, path, text);
+  if (!written.ok()) {
+    std::fprintf(stderr, "runner: %s\n", std::string(written.message()).c_str());
+  }
+  return written.ok();
+}
+
+// `text` to stdout by its length (a NUL inside does not end it), flushed:
+// false, with a message on stderr, if stdout cannot take it.
+bool PrintAll(const std::string& text) {
+  const bool ok = std::fwrite(text.data(), 1, text.size(), stdout) == text.size() &&
+                  std::fflush(stdout) == 0;
+  if (!ok) std::fprintf(stderr, "runner: cannot write the report to stdout\n");
+  return ok;
 }
 
 std::string RealPath(const std::string& path) {
@@ -113,23 +130,24 @@ int Decode(const std::string& path) {
                  as.c_str());
     return 2;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::fprintf(stderr, "runner: cannot read %s\n", path.c_str());
+  // A dump holds a hello and a request, a reply a hello and a response: a
+  // few frames. A regular file of at most four of the largest frames is
+  // read; a FIFO, /dev/zero or a larger file is refused before reading.
+  const uint64_t max_frame = absl::GetFlag(FLAGS_max_frame_bytes);
+  const absl::StatusOr<std::string> bytes =
+      files::ReadInputFile("--decode", path, 4 * (max_frame + 4));
+  if (!bytes.ok()) {
+    std::fprintf(stderr, "runner: %s\n", std::string(bytes.status().message()).c_str());
     return 2;
   }
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  const absl::StatusOr<std::string> text =
-      FramesAsText(bytes.str(), as == "runner" ? Side::kRunner : Side::kPort,
-                   absl::GetFlag(FLAGS_max_frame_bytes));
+  const absl::StatusOr<std::string> text = FramesAsText(
+      *bytes, as == "runner" ? Side::kRunner : Side::kPort, max_frame);
   if (!text.ok()) {
     std::fprintf(stderr, "runner: %s: %s\n", path.c_str(),
                  std::string(text.status().message()).c_str());
     return 2;
   }
-  std::printf("%s", text->c_str());
-  return 0;
+  return PrintAll(*text) ? 0 : 2;
 }
 
 int Main() {
@@ -152,9 +170,9 @@ int Main() {
     v1::RunnerMessage hello;
     hello.mutable_hello()->set_protocol_version(kProtocolVersion);
     hello.mutable_hello()->set_spec_version(kSpecVersion);
-    if (!WriteFile(dump, EncodeFrame(hello.SerializeAsString()) +
-                             EncodeFrame(RequestPayload(*c, 1)))) {
-      std::fprintf(stderr, "runner: cannot write %s\n", dump.c_str());
+    if (!WriteReport("--dump", dump,
+                     EncodeFrame(hello.SerializeAsString()) +
+                         EncodeFrame(RequestPayload(*c, 1)))) {
       return 2;
     }
     std::printf("wrote the hello and request frames of %s to %s\n",
@@ -169,16 +187,32 @@ int Main() {
   }
   options.replay_prefix = ReplayPrefix(directory, options.port_command);
   options.timeout_seconds = absl::GetFlag(FLAGS_timeout_seconds);
+  if (!(options.timeout_seconds > 0 && options.timeout_seconds <= 86400)) {
+    std::fprintf(stderr,
+                 "runner: --timeout_seconds must be a number in (0, 86400], not %g\n",
+                 options.timeout_seconds);
+    return 2;
+  }
   options.max_restarts = absl::GetFlag(FLAGS_max_restarts);
+  if (options.max_restarts < 1) {
+    std::fprintf(stderr, "runner: --max_restarts must be at least 1, not %d\n",
+                 options.max_restarts);
+    return 2;
+  }
   options.max_frame_bytes = absl::GetFlag(FLAGS_max_frame_bytes);
   options.case_pattern = absl::GetFlag(FLAGS_case);
   options.policy = absl::GetFlag(FLAGS_policy);
   options.stop_after_failures = absl::GetFlag(FLAGS_stop_after_failures);
+  if (options.stop_after_failures < 0) {
+    std::fprintf(stderr, "runner: --stop_after_failures must be 0 or more, not %d\n",
+                 options.stop_after_failures);
+    return 2;
+  }
   options.require_all = absl::GetFlag(FLAGS_require_all);
   options.shard_total = std::max(1, EnvInt("TEST_TOTAL_SHARDS", 1));
   options.shard_index = EnvInt("TEST_SHARD_INDEX", 0);
   if (const char* status_file = std::getenv("TEST_SHARD_STATUS_FILE")) {
-    WriteFile(status_file, "");  // this runner honours sharding
+    std::ofstream(status_file, std::ios::trunc);  // this runner honours sharding
   }
   if (isatty(STDERR_FILENO)) {
     options.progress = [](size_t done, size_t total) {
@@ -209,13 +243,17 @@ int Main() {
     return 1;
   }
   const Verdict verdict = Judge(*report, expectations, options.require_all);
+  // Every report is written even when one fails; any failure to write one
+  // fails the run (exit 2), naming what could not be written.
+  bool written = true;
   if (const std::string path = absl::GetFlag(FLAGS_junit); !path.empty()) {
-    WriteFile(path, JUnitXml(*report));
+    written = WriteReport("--junit", path, JUnitXml(*report, verdict)) && written;
   }
   if (const std::string path = absl::GetFlag(FLAGS_json); !path.empty()) {
-    WriteFile(path, JsonSummary(*report, verdict));
+    written = WriteReport("--json", path, JsonSummary(*report, verdict)) && written;
   }
-  std::printf("%s", TextReport(*report, verdict).c_str());
+  written = PrintAll(TextReport(*report, verdict)) && written;
+  if (!written) return 2;
   return verdict.failures.empty() ? 0 : 1;
 }
 

@@ -8,9 +8,19 @@
 #include <set>
 #include <string>
 
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
 #include "absl/strings/str_format.h"
 #include "conformance/expectations.h"
+#include "conformance/port.h"
+#include "conformance/port_text.h"
 #include "conformance/report.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "tools/vectors/load.h"
 
@@ -249,6 +259,12 @@ TEST(Runner, WrongAcceptAndWrongReject) {
   const char* refusal = "harness/refusal/weight-nan";
   EXPECT_EQ(RunCases(Fake("accept_all", refusal, refusal)).outcomes,
             (Outcomes{"wrong accept"}));
+  // A wrong accept shows the reference's refusal message: which rule the
+  // port missed.
+  const auto report = RunConformance(Vectors(), Fake("accept_all", refusal, refusal));
+  ASSERT_TRUE(report.ok());
+  EXPECT_NE(report->cases[0].detail.find("(the reference: \""), std::string::npos)
+      << report->cases[0].detail;
   EXPECT_EQ(RunCases(Fake("reject_all")).outcomes,
             (Outcomes{"pass", "wrong reject", "pass", "pass"}));
 }
@@ -491,6 +507,222 @@ TEST(Runner, UnknownFeaturesAreRunAndReported) {
   const std::string text = TextReport(*report, Judge(*report, {}));
   EXPECT_NE(text.find("features this runner does not know: teleportation"),
             std::string::npos);
+}
+
+// --- Hostile ports: what a port supplies is capped and made safe, its
+// children do not outlive it, and every verdict says what happened.
+
+TEST(PortText, KeepsUtf8AndEscapesControlBytesAndInvalidSequences) {
+  EXPECT_EQ(PortText("caf\xc3\xa9 \xe2\x82\xac\ttab\nline"),
+            "caf\xc3\xa9 \xe2\x82\xac\ttab\nline");
+  EXPECT_EQ(PortText(std::string("a\0b\x1b\x7f", 5)), "a\\x00b\\x1b\\x7f");
+  // A stray continuation byte, an overlong '/', a surrogate, a cut sequence.
+  EXPECT_EQ(PortText("\x80"), "\\x80");
+  EXPECT_EQ(PortText("\xc0\xaf"), "\\xc0\\xaf");
+  EXPECT_EQ(PortText("\xed\xa0\x80"), "\\xed\\xa0\\x80");
+  EXPECT_EQ(PortText("\xe2\x82"), "\\xe2\\x82");
+  EXPECT_EQ(PortText("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");  // > U+10FFFF
+}
+
+TEST(PortText, CutsOnACharacterBoundaryAndSaysSo) {
+  // Three 3-byte characters under a cap of 7 bytes: two fit.
+  EXPECT_EQ(PortText("\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac", 7),
+            "\xe2\x82\xac\xe2\x82\xac [cut: 3 more bytes from the port]");
+  EXPECT_EQ(PortText(std::string(10, 'x'), 10), std::string(10, 'x'));
+  EXPECT_EQ(TailOnBoundary("ab\xe2\x82\xac", 2), "");  // only the cut character's tail
+  EXPECT_EQ(TailOnBoundary("ab\xe2\x82\xac", 3), "\xe2\x82\xac");
+  EXPECT_EQ(TailOnBoundary("abc", 5), "abc");
+}
+
+TEST(Runner, AHugeErrorMessageIsCappedInEveryReport) {
+  const auto report = RunConformance(Vectors(), Fake("huge_error"));
+  ASSERT_TRUE(report.ok());
+  const CaseReport& c = report->cases[1];
+  EXPECT_EQ(c.outcome, Outcome::kError);
+  EXPECT_LT(c.detail.size(), kPortTextBytes + 1024);
+  EXPECT_NE(c.detail.find("[cut: "), std::string::npos);
+  const Verdict verdict = Judge(*report, {});
+  EXPECT_LT(TextReport(*report, verdict).size(), size_t{64} << 10);
+  EXPECT_LT(JsonSummary(*report, verdict).size(), size_t{64} << 10);
+  EXPECT_LT(JUnitXml(*report, verdict).size(), size_t{64} << 10);
+}
+
+// Valid JSON: protobuf's parser reads it into a Struct.
+bool ParsesAsJson(const std::string& json) {
+  google::protobuf::Struct parsed;
+  return google::protobuf::util::JsonStringToMessage(json, &parsed).ok();
+}
+
+TEST(Runner, NulsControlBytesAndBrokenUtf8CannotCorruptAReport) {
+  RunnerOptions options = Fake("nasty_text");
+  const auto report = RunConformance(Vectors(), options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->hello.port_name(), "fake\\x00port\\x01\\x1b[31m");
+  const CaseReport& c = report->cases[1];
+  ASSERT_EQ(c.outcome, Outcome::kError);
+  EXPECT_NE(c.detail.find("before\\x00after\\x1b[2J end"),
+            std::string::npos)
+      << c.detail;
+  const Verdict verdict = Judge(*report, {});
+  const std::string text = TextReport(*report, verdict);
+  EXPECT_EQ(text.find('\0'), std::string::npos);
+  EXPECT_NE(text.find("3 passed, 1 failed"), std::string::npos) << text;
+  EXPECT_TRUE(ParsesAsJson(JsonSummary(*report, verdict)));
+  const std::string xml = JUnitXml(*report, verdict);
+  for (unsigned char ch : xml) {
+    EXPECT_FALSE(ch < 0x20 && ch != '\n' && ch != '\t' && ch != '\r') << int{ch};
+  }
+}
+
+TEST(Runner, AStderrTailStartsOnACharacterAndEscapesInvalidBytes) {
+  const auto report = RunConformance(Vectors(), Fake("nasty_stderr"));
+  ASSERT_TRUE(report.ok()) << report.status();
+  const CaseReport& c = report->cases[1];
+  ASSERT_EQ(c.outcome, Outcome::kCrash);
+  // The euro sign cut in two at the tail's start is dropped, not escaped.
+  EXPECT_EQ(c.detail.find("\\x82\\xac"), std::string::npos) << c.detail;
+  EXPECT_NE(c.detail.find("\xe2\x82\xac\xe2\x82\xacx\n"), std::string::npos);
+  const Verdict verdict = Judge(*report, {});
+  EXPECT_TRUE(ParsesAsJson(JsonSummary(*report, verdict)));
+  // Invalid bytes early in stderr, kept whole here by a longer tail.
+  EXPECT_EQ(PortText("bad \xff\xc3 bytes"), "bad \\xff\\xc3 bytes");
+}
+
+TEST(Runner, AChildHoldingStdoutNeitherDelaysTheVerdictNorOutlivesThePort) {
+  RunnerOptions options = Fake("orphan");
+  options.timeout_seconds = 30.0;
+  const auto report = RunConformance(Vectors(), options);
+  ASSERT_TRUE(report.ok());
+  const CaseReport& c = report->cases[1];
+  EXPECT_EQ(c.outcome, Outcome::kCrash) << c.detail;
+  EXPECT_NE(c.detail.find("exited with status 5"), std::string::npos) << c.detail;
+  EXPECT_LT(c.seconds, 10.0);  // not the 30 s timeout
+  const size_t at = c.detail.find("child pid ");
+  ASSERT_NE(at, std::string::npos) << c.detail;
+  const int child = std::atoi(c.detail.c_str() + at + 10);
+  ASSERT_GT(child, 1);
+  // Killed with the port's group: gone, or a zombie awaiting its reaper.
+  std::ifstream stat("/proc/" + std::to_string(child) + "/stat");
+  std::string line;
+  if (std::getline(stat, line)) {
+    const size_t close = line.rfind(')');
+    ASSERT_NE(close, std::string::npos);
+    EXPECT_EQ(line.substr(close + 2, 1), "Z") << line;
+  }
+}
+
+TEST(Runner, AFailedRestartKeepsItsReason) {
+  const std::string flag = std::string(std::getenv("TEST_TMPDIR")) + "/restart-fails";
+  std::remove(flag.c_str());
+  const Summary s = RunCases(Fake("restart_fails --restart_fails=" + flag));
+  EXPECT_EQ(s.outcomes, (Outcomes{"pass", "crash", "not reached", "not reached"}));
+  // With the flag left in place the very first start fails: the run is
+  // refused before any case, with the port's own exit status.
+  const auto report = RunConformance(Vectors(), Fake("restart_fails --restart_fails=" + flag));
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.status().message().find("exited with status 9"),
+            absl::string_view::npos)
+      << report.status();
+  std::remove(flag.c_str());
+  const auto again = RunConformance(Vectors(), Fake("restart_fails --restart_fails=" + flag));
+  ASSERT_TRUE(again.ok());
+  EXPECT_NE(again->cases[2].detail.find(
+                "its restart after case streamingllm/chunk/crosses-capacity failed"),
+            std::string::npos)
+      << again->cases[2].detail;
+  EXPECT_NE(again->cases[2].detail.find("exited with status 9"), std::string::npos)
+      << again->cases[2].detail;
+  std::remove(flag.c_str());
+}
+
+TEST(Port, APortThatStopsReadingIsATimeoutAndOneThatExitedIsClosed) {
+  const std::string big(4 << 20, 'x');  // far more than a pipe holds
+  auto sleeper = PortProcess::Start("sleep 600", kDefaultMaxFrameBytes);
+  ASSERT_TRUE(sleeper.ok());
+  EXPECT_EQ((*sleeper)->Send(big, 0.5), PortProcess::Sent::kTimeout);
+  auto quitter = PortProcess::Start("true", kDefaultMaxFrameBytes);
+  ASSERT_TRUE(quitter.ok());
+  EXPECT_EQ((*quitter)->Send(big, 5.0), PortProcess::Sent::kClosed);
+}
+
+TEST(Runner, ASelectionOfNoCaseIsRefusedBeforeThePortStarts) {
+  RunnerOptions options = Fake("crash", kTarget, "no/such/*");
+  auto report = RunConformance(Vectors(), options);
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.status().message().find("--case=no/such/* selects none"),
+            absl::string_view::npos)
+      << report.status();
+  options = Fake("crash");
+  options.shard_total = 2;
+  options.shard_index = 2;
+  report = RunConformance(Vectors(), options);
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.status().message().find("shard 2 of 2"), absl::string_view::npos);
+}
+
+TEST(Judge, ARunThatJudgedNoCaseFails) {
+  RunReport report;
+  for (Outcome outcome : {Outcome::kNotRun, Outcome::kSkipped, Outcome::kNotRun}) {
+    CaseReport c;
+    c.id = "x";
+    c.outcome = outcome;
+    report.cases.push_back(c);
+  }
+  // The skip expected by an entry, so that only the rule under test fails.
+  const Verdict verdict = Judge(report, {{"x", Outcome::kSkipped, "why", 1}});
+  ASSERT_EQ(verdict.failures.size(), 1u);
+  EXPECT_EQ(verdict.failures[0],
+            "no case was judged: of 3 cases selected, 2 not run and 1 skipped by "
+            "the port");
+  report.cases[1].outcome = Outcome::kPass;
+  EXPECT_TRUE(Judge(report, {}).failures.empty());
+}
+
+// A hello declaring spec 0.0.0 can run nothing: the run fails.
+TEST(Runner, APortOfSpecZeroRunsNothingAndFails) {
+  RunnerOptions options;
+  options.port_command = Binary("partial_port") + " --spec_version=0.0.0";
+  options.case_pattern = kCases;
+  const auto report = RunConformance(Vectors(), options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  for (const CaseReport& c : report->cases) EXPECT_EQ(c.outcome, Outcome::kNotRun);
+  const Verdict verdict = Judge(*report, {});
+  ASSERT_FALSE(verdict.failures.empty());
+  EXPECT_NE(verdict.failures.back().find("no case was judged"), std::string::npos);
+}
+
+// With --require_all a case not run is failed in every output alike.
+TEST(Report, RequireAllCountsNotRunAsFailedEverywhere) {
+  RunReport report;
+  report.suite_spec_version = "9.9.9";
+  for (Outcome outcome : {Outcome::kPass, Outcome::kNotRun}) {
+    CaseReport c;
+    c.id = outcome == Outcome::kPass ? "a/b/pass" : "a/b/not-run";
+    c.policy = "h2o";
+    c.features = {"decode"};
+    c.outcome = outcome;
+    c.detail = outcome == Outcome::kPass ? "" : "needs feature heads";
+    report.cases.push_back(c);
+  }
+  const Verdict verdict = Judge(report, {}, /*require_all=*/true);
+  const std::string text = TextReport(report, verdict);
+  EXPECT_NE(text.find("| h2o    |      1 |      1 |       0 |       0 |"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("1 passed, 1 failed, 0 skipped, 0 not run"), std::string::npos);
+  EXPECT_NE(text.find("suite: kvspec vectors of spec 9.9.9"), std::string::npos);
+  const std::string json = JsonSummary(report, verdict);
+  EXPECT_NE(json.find("\"failed\": 1,\n  \"skipped\": 0,\n  \"not_run\": 0"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"suite_spec_version\": \"9.9.9\""), std::string::npos);
+  const std::string xml = JUnitXml(report, verdict);
+  EXPECT_NE(xml.find("failures=\"1\" skipped=\"0\""), std::string::npos) << xml;
+  // Without it, the same case is "not run" everywhere.
+  const Verdict lenient = Judge(report, {});
+  EXPECT_NE(TextReport(report, lenient).find("1 passed, 0 failed, 0 skipped, 1 not run"),
+            std::string::npos);
+  EXPECT_NE(JsonSummary(report, lenient).find("\"failed\": 0,"), std::string::npos);
 }
 
 }  // namespace

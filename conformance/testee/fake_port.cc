@@ -4,6 +4,7 @@
 //
 //   fake_port --mode=crash --on_case=window/basic/single-steps
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -35,6 +36,15 @@ int main(int argc, char** argv) {
   const std::string on_case = Arg(argc, argv, "on_case");
   std::fprintf(stderr, "fake port: mode %s on %s\n", mode.c_str(), on_case.c_str());
   if (mode == "exit_at_start") return 7;
+  // --restart_fails=FILE: once the target case has created FILE, every
+  // later start of the port fails (a port that cannot be restarted).
+  const std::string restart_fails = Arg(argc, argv, "restart_fails");
+  struct stat ignored;
+  if (!restart_fails.empty() && stat(restart_fails.c_str(), &ignored) == 0) {
+    std::fprintf(stderr, "fake port: cannot start again (%s exists)\n",
+                 restart_fails.c_str());
+    return 9;
+  }
   std::string payload;
   while (kvspec::testee::ReadFrame(STDIN_FILENO, payload)) {
     kvspec::conformance::v1::RunnerMessage message;
@@ -42,6 +52,11 @@ int main(int argc, char** argv) {
     kvspec::conformance::v1::PortMessage reply = kvspec::Answer(message);
     if (message.has_hello()) {
       if (mode == "bad_version") reply.mutable_hello()->set_protocol_version(2);
+      if (mode == "nasty_text") {
+        // A NUL and control bytes in its name (proto3 strings are UTF-8:
+        // invalid UTF-8 would not parse at all, so it goes to stderr).
+        reply.mutable_hello()->set_port_name(std::string("fake\0port\x01\x1b[31m", 15));
+      }
       if (mode == "no_tova") {
         auto* policies = reply.mutable_hello()->mutable_policies();
         for (int i = 0; i < policies->size(); ++i) {
@@ -83,6 +98,32 @@ int main(int argc, char** argv) {
       WriteFrame(STDOUT_FILENO, reply.SerializeAsString());
       WriteAll(STDOUT_FILENO, "debug: chatty port\n");
       continue;
+    } else if (mode == "restart_fails") {
+      FILE* flag = std::fopen(restart_fails.c_str(), "w");
+      if (flag != nullptr) std::fclose(flag);
+      return 4;
+    } else if (mode == "orphan") {
+      // Exits, leaving a child that holds stdout and stderr open.
+      const pid_t child = fork();
+      if (child == 0) {
+        sleep(600);
+        _exit(0);
+      }
+      std::fprintf(stderr, "fake port: child pid %d\n", static_cast<int>(child));
+      return 5;
+    } else if (mode == "huge_error") {
+      response->mutable_error()->set_message(std::string(8 << 20, 'x'));
+    } else if (mode == "nasty_text") {
+      // The error message holds a NUL and an escape sequence.
+      response->mutable_error()->set_message(std::string("before\0after\x1b[2J end", 20));
+    } else if (mode == "nasty_stderr") {
+      // Invalid UTF-8, then euro signs, the last 4,096 bytes starting
+      // inside one; then a crash, so the tail is reported.
+      std::string euros;
+      for (int i = 0; i < 2000; ++i) euros += "\xe2\x82\xac";
+      std::fprintf(stderr, "bad \xff\xc3 bytes\n%sx\n", euros.c_str());
+      std::fflush(stderr);
+      abort();
     } else if (mode == "error") {
       response->mutable_error()->set_message("fake port: simulated failure");
     } else if (mode == "skip") {
