@@ -38,7 +38,9 @@
 #include "tools/vectors/load.h"
 
 ABSL_FLAG(uint64_t, seed, 1, "Seed of the search: case I of seed S is the same everywhere.");
-ABSL_FLAG(int64_t, cases, 1000, "Budget: stop after this many cases (0: no limit).");
+ABSL_FLAG(int64_t, cases, -1,
+          "Budget: stop after this many cases (0: no limit). Default: 1000, or "
+          "no limit when --seconds is given.");
 ABSL_FLAG(double, seconds, 0, "Budget: stop starting batches after this many seconds (0: no limit).");
 ABSL_FLAG(std::string, port, "", "The port's command line, as the runner's --port.");
 ABSL_FLAG(std::string, write_corpus, "",
@@ -214,10 +216,12 @@ int Main() {
   const int64_t only = absl::GetFlag(FLAGS_only);
   int64_t budget = absl::GetFlag(FLAGS_cases);
   const double seconds = absl::GetFlag(FLAGS_seconds);
-  if (budget < 0 || seconds < 0 || absl::GetFlag(FLAGS_batch) < 1) {
+  if (!(seconds >= 0 && seconds <= 1e9) || absl::GetFlag(FLAGS_batch) < 1 || budget < -1) {
     std::fprintf(stderr, "search: --cases and --seconds must be at least 0, --batch at least 1\n");
     return 2;
   }
+  // --seconds alone is a budget in time: it runs that long.
+  if (budget == -1) budget = seconds > 0 ? 0 : 1000;
   if (budget == 0 && seconds == 0 && only < 0) {
     std::fprintf(stderr, "search: give a budget: --cases=N or --seconds=S\n");
     return 2;
@@ -338,9 +342,20 @@ int Main() {
       absl::StrAppend(&detail, line, "\n");
     }
     std::printf("what differs:\n%s", detail.c_str());
+    const std::string folder =
+        conformance::ShellQuote(std::filesystem::absolute(directory).string());
+    // The runner binary beside this one, when it is built (bazel-bin/).
+    std::error_code error;
+    const std::filesystem::path runner =
+        std::filesystem::read_symlink("/proc/self/exe", error).parent_path().parent_path()
+            .parent_path() / "conformance" / "runner";
+    if (!error && std::filesystem::is_regular_file(runner)) {
+      std::printf("replay: %s --vectors=%s --port=%s --case=%s\n",
+                  conformance::ShellQuote(runner.string()).c_str(), folder.c_str(),
+                  conformance::ShellQuote(port).c_str(), id.c_str());
+    }
     std::printf("replay: bazel run //conformance:runner -- --vectors=%s --port=%s --case=%s\n",
-                conformance::ShellQuote(std::filesystem::absolute(directory).string()).c_str(),
-                conformance::ShellQuote(port).c_str(), id.c_str());
+                folder.c_str(), conformance::ShellQuote(port).c_str(), id.c_str());
   }
   std::filesystem::remove_all(work + "/batch");
   if (absl::GetFlag(FLAGS_work).empty()) std::filesystem::remove_all(work);
