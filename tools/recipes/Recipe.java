@@ -4,7 +4,9 @@
 // shifts must be >>> (>> copies the sign bit), and comparison, division,
 // remainder, parsing and printing go through Long's *Unsigned methods.
 // int * int overflows at 2^31: widen to long first. Presence: a nullable
-// Integer here; generated protobuf code has hasQueryHeads().
+// Integer here; generated protobuf code has hasQueryHeads(). uint32 fields
+// are ints (Integer.toUnsignedLong, Integer.compareUnsigned); the sign bit
+// is tested on the bits or with Math.copySign, never with == or <.
 import java.math.BigDecimal;
 import java.util.ArrayList;
 import java.util.List;
@@ -159,5 +161,22 @@ public final class Recipe {
     System.out.println("kvpress int(100 * 0.29): " + (long) (100 * 0.29) + " exact " + 100 * 290 / 1000);
     System.out.println("presence query_heads: absent -> " + effectiveHeads(null)
         + "; present 0 -> " + effectiveHeads(0) + "; present 4 -> " + effectiveHeads(4));
+
+    // protobuf-java returns a uint32 field as an int: 4294967295 reads as -1
+    // and 2^31 as Integer.MIN_VALUE. Widen with Integer.toUnsignedLong and
+    // compare with Integer.compareUnsigned.
+    int admit = (int) 4294967295L; // as step.getAdmit() returns it
+    int half = (int) 2147483648L;
+    System.out.println("u32 field 4294967295: " + Integer.toUnsignedLong(admit)
+        + "; 2^31 > 1 as u32: " + (Integer.compareUnsigned(half, 1) > 0));
+    // The sign bit: -0.0 == 0.0 is true and -0.0 < 0 is false, so test the
+    // bits (Double.doubleToRawLongBits, Float.floatToRawIntBits) or
+    // Math.copySign, never == or <.
+    double positiveZero = 0.0, negativeZero = -0.0;
+    float weight = Float.intBitsToFloat(0x80000000); // a binary32 weight's bits
+    System.out.println("sign bit: +0.0 -> " + (Double.doubleToRawLongBits(positiveZero) >>> 63)
+        + "; -0.0 -> " + (Double.doubleToRawLongBits(negativeZero) >>> 63)
+        + "; binary32 -0.0 -> " + (Math.copySign(1.0f, weight) < 0 ? 1 : 0)
+        + "; -0.0 == +0.0: " + (negativeZero == positiveZero));
   }
 }

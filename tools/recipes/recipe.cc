@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -188,5 +189,18 @@ int main() {
               static_cast<long long>(std::trunc(100 * 0.29)), 100 * 290 / 1000);
   std::printf("presence query_heads: absent -> %u; present 0 -> %u; present 4 -> %u\n",
               EffectiveHeads(std::nullopt), EffectiveHeads(0), EffectiveHeads(4));
+  // uint32 fields (protobuf C++: uint32_t) hold every value up to 2^32 - 1.
+  const uint32_t admit = 4294967295u;
+  const uint32_t half = 2147483648u;
+  std::printf("u32 field 4294967295: %" PRIu32 "; 2^31 > 1 as u32: %s\n", admit,
+              half > 1u ? "true" : "false");
+  // The sign bit: std::signbit, never == or < (-0.0 == 0.0 is true).
+  const double positive_zero = 0.0, negative_zero = -0.0;
+  const uint32_t minus_zero_bits = 0x80000000u;  // a binary32 weight's bits
+  float weight;
+  std::memcpy(&weight, &minus_zero_bits, sizeof(weight));
+  std::printf("sign bit: +0.0 -> %d; -0.0 -> %d; binary32 -0.0 -> %d; -0.0 == +0.0: %s\n",
+              std::signbit(positive_zero) ? 1 : 0, std::signbit(negative_zero) ? 1 : 0,
+              std::signbit(weight) ? 1 : 0, negative_zero == positive_zero ? "true" : "false");
   return 0;
 }

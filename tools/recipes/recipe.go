@@ -187,4 +187,20 @@ func main() {
 	zero, four := uint32(0), uint32(4)
 	fmt.Printf("presence query_heads: absent -> %d; present 0 -> %d; present 4 -> %d\n",
 		effectiveHeads(nil), effectiveHeads(&zero), effectiveHeads(&four))
+	// uint32 fields (GetAdmit() uint32) hold every value up to 2^32 - 1.
+	admit, half := uint32(4294967295), uint32(2147483648)
+	fmt.Printf("u32 field 4294967295: %d; 2^31 > 1 as u32: %t\n", admit, half > 1)
+	// The sign bit: math.Signbit, never == or < (-0.0 == 0.0 is true). The
+	// constant -0.0 is +0 in Go (constants are exact): build -0 at run time.
+	positiveZero, negativeZero := 0.0, math.Copysign(0, -1)
+	weight := math.Float32frombits(0x80000000) // a binary32 weight's bits
+	bit := func(negative bool) int {
+		if negative {
+			return 1
+		}
+		return 0
+	}
+	fmt.Printf("sign bit: +0.0 -> %d; -0.0 -> %d; binary32 -0.0 -> %d; -0.0 == +0.0: %t\n",
+		bit(math.Signbit(positiveZero)), bit(math.Signbit(negativeZero)),
+		bit(math.Signbit(float64(weight))), negativeZero == positiveZero)
 }

@@ -178,4 +178,18 @@ console.log(`kvpress int(100 * 0.29): ${Math.trunc(100 * 0.29)} exact ${Math.flo
 check((0 || 1) === 1, "|| keeps 0"); // why `??`: `0 || 1` is 1, a present 0 lost
 console.log(`presence query_heads: absent -> ${effectiveHeads(undefined)}; present 0 -> ${effectiveHeads(0)}; present 4 -> ${effectiveHeads(4)}`);
 
+// uint32 fields: protobufjs gives an unsigned Number (`>>> 0`), up to 2^32 - 1.
+const admit = 0xffffffff >>> 0;
+console.log(`u32 field 4294967295: ${admit}; 2^31 > 1 as u32: ${2 ** 31 > 1}`);
+// The sign bit: the top bit of the binary64 (or Object.is(x, -0)), never
+// === or < (-0 === 0 is true).
+const signBit = (/** @type {number} */ x) => {
+  const view = new DataView(new ArrayBuffer(8));
+  view.setFloat64(0, x);
+  return view.getUint32(0) >>> 31;
+};
+const weight = new Float32Array(new Uint32Array([0x80000000]).buffer)[0]; // binary32 bits
+check(Object.is(weight, -0), "binary32 -0 read as -0");
+console.log(`sign bit: +0.0 -> ${signBit(0)}; -0.0 -> ${signBit(-0)}; binary32 -0.0 -> ${signBit(weight)}; -0.0 == +0.0: ${-0 === 0}`);
+
 if (problems.length > 0) throw new Error("PROBLEMS: " + problems.join("; "));

@@ -3,6 +3,7 @@
 # Python ints are unbounded: every +, * and << on a 64-bit value is masked
 # back to 64 bits. Integer division is //, never int(a / b) (a float).
 import math
+import struct
 
 M64 = (1 << 64) - 1
 
@@ -119,6 +120,17 @@ def main():
     print(f"kvpress int(100 * 0.29): {int(100 * 0.29)} exact {100 * 290 // 1000}")
     print(f"presence query_heads: absent -> {effective_heads(None)}; "
           f"present 0 -> {effective_heads(0)}; present 4 -> {effective_heads(4)}")
+    # uint32 fields are ints in [0, 2^32).
+    admit = 4294967295
+    print(f"u32 field 4294967295: {admit}; 2^31 > 1 as u32: "
+          + ("true" if (1 << 31) > 1 else "false"))
+    # The sign bit: math.copysign, never == or < (-0.0 == 0.0 is True).
+    def sign_bit(x):
+        return 1 if math.copysign(1.0, x) < 0 else 0
+    weight = struct.unpack("<f", struct.pack("<I", 0x80000000))[0]  # binary32 bits
+    print(f"sign bit: +0.0 -> {sign_bit(0.0)}; -0.0 -> {sign_bit(-0.0)}; "
+          f"binary32 -0.0 -> {sign_bit(weight)}; -0.0 == +0.0: "
+          + ("true" if -0.0 == 0.0 else "false"))
 
 
 main()

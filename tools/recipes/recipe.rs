@@ -159,4 +159,18 @@ fn main() {
         effective_heads(Some(0)),
         effective_heads(Some(4))
     );
+    // uint32 fields (prost: u32) hold every value up to 2^32 - 1.
+    let admit: u32 = 4294967295;
+    let half: u32 = 2147483648;
+    println!("u32 field 4294967295: {}; 2^31 > 1 as u32: {}", admit, half > 1);
+    // The sign bit: to_bits() or is_sign_negative(), never == or < (-0.0 == 0.0).
+    let (positive_zero, negative_zero) = (0.0f64, -0.0f64);
+    let weight = f32::from_bits(0x8000_0000); // a binary32 weight's bits
+    println!(
+        "sign bit: +0.0 -> {}; -0.0 -> {}; binary32 -0.0 -> {}; -0.0 == +0.0: {}",
+        positive_zero.to_bits() >> 63,
+        negative_zero.to_bits() >> 63,
+        u32::from(weight.is_sign_negative()),
+        negative_zero == positive_zero
+    );
 }
