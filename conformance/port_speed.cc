@@ -84,7 +84,7 @@ int Main() {
     hello.mutable_hello()->set_protocol_version(kProtocolVersion);
     hello.mutable_hello()->set_spec_version(kSpecVersion);
     std::string frame;
-    if (!(*process)->Send(hello.SerializeAsString(), timeout) ||
+    if ((*process)->Send(hello.SerializeAsString(), timeout) != PortProcess::Sent::kSent ||
         (*process)->Receive(timeout, frame) != PortProcess::Received::kFrame) {
       std::fprintf(stderr, "%s: no hello reply\n", name.c_str());
       return 2;
@@ -99,7 +99,7 @@ int Main() {
         const std::string request = RequestFor(policy, steps, ++seqs[p]);
         const auto start = std::chrono::steady_clock::now();
         std::string frame;
-        if (!processes[p]->Send(request, timeout) ||
+        if (processes[p]->Send(request, timeout) != PortProcess::Sent::kSent ||
             processes[p]->Receive(timeout, frame) != PortProcess::Received::kFrame) {
           std::fprintf(stderr, "%s: no reply for %s\n", ports[p].first.c_str(), policy);
           return 1;
