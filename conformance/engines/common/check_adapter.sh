@@ -4,13 +4,21 @@
 # its own precondition checks first, then execs this): builds the
 # conformance runner, runs every vector against the adapter's launcher PORT
 # with its expectation file EXPECTATIONS (both absolute paths), from the
-# repository root, prints the runner's tail and, last, "NAME: P passed,
-# F failed": P the cases the runner passed, F its unexpected outcomes (new
-# failures, changed failures, unexpected passes, stale entries: its "FAIL:"
-# lines; at least 1 when the runner exits non-zero). The mismatches and
-# skips the expectation file lists are in neither count (the runner's tail
-# shows them), nor are the cases "not run" (policies and features the
-# adapter does not declare). Exit status: the runner's 0, else 1.
+# repository root, and ends (deviations.py) with:
+# - each deviation the expectation file lists: the case, its class (the
+#   outcome), the entry's reason and, for a mismatch, what the vector
+#   expected against what the engine did; skips grouped by reason;
+# - the runner's unexpected outcomes (new failures, changed failures,
+#   unexpected passes, stale entries: its "FAIL:" lines);
+# - the counts line, checked against the one conformance/engines/README.md
+#   holds for NAME (stale: a failure; KVSPEC_UPDATE_ENGINE_README=1
+#   rewrites it);
+# - last, "NAME: P passed, F failed": P the cases the runner passed, F its
+#   unexpected outcomes (at least 1 when the runner exits non-zero), plus
+#   one for a stale README line. The listed deviations are in neither
+#   count, nor are the cases "not run" (policies and features the adapter
+#   does not declare).
+# Exit status: 0 when F is 0, else 1.
 set -uo pipefail
 if [[ $# -ne 3 ]]; then
   echo "usage: $0 NAME PORT EXPECTATIONS" >&2; exit 2
@@ -24,18 +32,21 @@ if ! bazel build //conformance:runner 2>"$build_log"; then
 fi
 rm -f "$build_log"
 runner="$(bazel info bazel-bin 2>/dev/null)/conformance/runner"
-out="$("$runner" --vectors=vectors --port="$port" --expectations="$expectations" 2>&1)"
+json="$(mktemp)"
+trap 'rm -f "$json"' EXIT
+out="$("$runner" --vectors=vectors --port="$port" --expectations="$expectations" \
+  --json="$json" 2>&1)"
 code=$?
-echo "$out" | tail -25
 # "N cases, N excluded; E failures expected ..., U unexpected outcomes; ..."
-# then "P passed, F failed, S skipped, N not run".
 summary="$(echo "$out" | grep -E '^[0-9]+ cases, ' | tail -1)"
-closing="$(echo "$out" | tail -1 | grep -E '^[0-9]+ passed, [0-9]+ failed')"
-if [[ -z "$summary" || -z "$closing" ]]; then
-  echo "$name: 0 passed, 1 failed (no closing line; runner exit $code)"; exit 1
+if [[ -z "$summary" || ! -s "$json" ]]; then
+  echo "$out" | tail -25
+  echo "$name: 0 passed, 1 failed (no report; runner exit $code)"; exit 1
 fi
+echo "$out" | grep -E '^(FAIL: |suite: |port: )'
 unexpected=$(echo "$summary" | grep -oE '[0-9]+ unexpected outcomes' | grep -oE '^[0-9]+')
-passed=$(echo "$closing" | grep -oE '^[0-9]+')
 if [[ $code -ne 0 && $unexpected -eq 0 ]]; then unexpected=1; fi
-echo "$name: $passed passed, $unexpected failed"
-[[ $code -eq 0 ]]
+update=()
+[[ "${KVSPEC_UPDATE_ENGINE_README:-}" == 1 ]] && update=(--update)
+python3 conformance/engines/common/deviations.py "$name" "$json" "$expectations" \
+  "$unexpected" --readme conformance/engines/README.md "${update[@]}"

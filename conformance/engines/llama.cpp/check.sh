@@ -1,12 +1,12 @@
 #!/bin/bash
 # Runs the llama.cpp adapter through the conformance runner against every
 # vector, with llama.cpp.expectations, from the repository root
-# (../common/check_adapter.sh). Prints the runner's tail and, last,
+# (../common/check_adapter.sh). Lists each expected deviation, then, last,
 # "llama.cpp-adapter: P passed, F failed": P the cases the runner passed, F
 # its unexpected outcomes (new failures, changed failures, unexpected passes,
 # stale entries: its "FAIL:" lines; at least 1 when the runner exits
 # non-zero). The skips llama.cpp.expectations lists are in neither count (the
-# runner's tail shows them), nor are the cases "not run" (policies and
+# list above shows them), nor are the cases "not run" (policies and
 # features the adapter does not declare).
 #
 # llama-cpp-python is built from source (setup.sh, about 21 minutes on 2
