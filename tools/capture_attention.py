@@ -73,7 +73,11 @@ layer, no LM head. The MLP of earlier layers and every rotary embedding run
 --chunk_rows tokens at a time (elementwise or row by row: the same bits). The
 file is written as it is computed (its header first, each layer's rows as
 soon as they exist), to a temporary file beside --output that is renamed at
-the end: never a half-written output.
+the end: never a half-written output. --output is written only over a regular
+file or a new path: an existing symlink, FIFO, device (/dev/null) or
+directory is refused, and so is any file the capture reads (--text,
+--token_ids, a file of the --model directory) under any name, before torch is
+imported and again before the rename.
 
 Before anything large is allocated, the run's memory (model weights,
 activations, row blocks) is estimated and compared with what the machine has
@@ -111,6 +115,7 @@ import hashlib
 import json
 import math
 import os
+import stat
 import struct
 import sys
 import tempfile
@@ -143,6 +148,68 @@ class UsageError(Exception):
     """A bad argument, or a run refused before it started: exit status 2."""
 
 
+def file_kind(mode):
+    """What a file that is not a regular one is, for a refusal."""
+    for test, kind in ((stat.S_ISLNK, "a symbolic link"),
+                       (stat.S_ISDIR, "a directory"),
+                       (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def capture_inputs(args):
+    """The files the capture reads, as (name, path): --text or --token_ids,
+    and every file in the --model directory (its config, weights and
+    tokenizer)."""
+    inputs = []
+    for flag, path in (("--text", args.text), ("--token_ids", args.token_ids)):
+        if path is not None:
+            inputs.append((f"{flag}={path}", path))
+    try:
+        with os.scandir(args.model) as entries:
+            for entry in entries:
+                inputs.append((f"{entry.path} (in --model)", entry.path))
+    except OSError:
+        pass  # no model directory: refused on its own
+    return inputs
+
+
+def check_output(path, inputs):
+    """Refuses --output when writing it would replace something that is not
+    a regular file, or destroy an input.
+
+    `path` may not exist yet; when it exists it must be a regular file
+    (os.lstat: a symlink is refused, not followed; a FIFO, a device such as
+    /dev/null or a directory is never replaced) and none of `inputs`
+    ((name, path) pairs), compared by device and inode, so that another name
+    for the same file is caught too. The same rules as tools/files/files.h.
+    """
+    try:
+        out = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise UsageError(f"--output={path}: cannot inspect it: "
+                         f"{e.strerror}") from None
+    if not stat.S_ISREG(out.st_mode):
+        raise UsageError(f"--output={path} exists and is "
+                         f"{file_kind(out.st_mode)}: refusing to replace it "
+                         f"(give the path of a regular file, or of one that "
+                         f"does not exist yet)")
+    for name, input_path in inputs:
+        try:
+            other = os.stat(input_path)
+        except OSError:
+            continue
+        if (other.st_dev, other.st_ino) == (out.st_dev, out.st_ino):
+            raise UsageError(f"--output={path} is the input {name}: writing "
+                             f"it would destroy the input")
+
+
 class StopForward(Exception):
     """Raised after the last captured layer: nothing later is computed."""
 
@@ -160,7 +227,8 @@ def parse_args(argv):
                         help="a file of token ids: a JSON list, or integers "
                         "separated by spaces, commas or newlines")
     parser.add_argument("--output", required=True,
-                        help="the .safetensors file to write")
+                        help="the .safetensors file to write (a new path or "
+                        "a regular file; never an input of the capture)")
     parser.add_argument("--layers", default=None,
                         help="the layers to capture, 0-based: '3', '0,8,15' "
                         "or 'all' (default 0)")
@@ -367,11 +435,12 @@ class SafetensorsWriter:
     commit() renames it.
     """
 
-    def __init__(self, path, tensors, metadata):
+    def __init__(self, path, tensors, metadata, inputs):
         encoded, self.offsets, offset = encode_header(tensors, metadata)
         self.base = 8 + len(encoded)
         self.size = self.base + offset
         self.path = path
+        self.inputs = inputs
         fd, self.temp = tempfile.mkstemp(
             dir=os.path.dirname(os.path.abspath(path)), suffix=".tmp")
         self.fd = fd
@@ -390,6 +459,9 @@ class SafetensorsWriter:
         os.fsync(self.fd)
         os.close(self.fd)
         self.fd = None
+        # Checked again just before the rename: a path that became a FIFO
+        # or a symlink meanwhile is still not replaced.
+        check_output(self.path, self.inputs)
         os.replace(self.temp, self.path)
 
     def abort(self):
@@ -677,6 +749,9 @@ def capture(args):
     output_dir = os.path.dirname(os.path.abspath(args.output))
     if not os.path.isdir(output_dir):
         raise UsageError(f"--output: the folder '{output_dir}' does not exist")
+    # Before torch is imported: a refusal costs nothing.
+    inputs = capture_inputs(args)
+    check_output(args.output, inputs)
 
     try:
         import numpy  # noqa: F401  (the writer hands numpy buffers to pwrite)
@@ -687,7 +762,8 @@ def capture(args):
     except ImportError as e:
         raise RuntimeError(
             f"{e}: this Python lacks torch, transformers or numpy; run "
-            f"tools/setup.sh and use tools/.venv-torch/bin/python") from None
+            f"tools/setup.sh --tests and use "
+            f"tools/.venv-torch/bin/python") from None
     transformers.utils.logging.disable_progress_bar()
     if args.attention == "sdpa":
         try:
@@ -827,7 +903,7 @@ def capture(args):
             f"{' (--window instead of --matrix)' if args.matrix else ''}"
             f"{' (a smaller --window, larger --prefill_chunk)' if chunked else ''}")
 
-    writer = SafetensorsWriter(args.output, tensors, metadata)
+    writer = SafetensorsWriter(args.output, tensors, metadata, inputs)
     try:
         state = Capture(torch, layers, spans, args.attention, block_rows,
                         writer, totals=total_rows)

@@ -16,7 +16,8 @@
 #
 # Needs a Python with torch, transformers and safetensors:
 # $KVSPEC_CAPTURE_PYTHON, else tools/.venv-torch/bin/python in the
-# repository (tools/setup.sh makes it). Without one the test FAILS.
+# repository (`tools/setup.sh --tests` makes it; plain tools/setup.sh does
+# not). Without one the test FAILS.
 set -u
 RUNFILES="$TEST_SRCDIR/kvspec"
 SIMULATE="$RUNFILES/tools/simulate"
@@ -34,9 +35,10 @@ REPO="$(dirname "$(dirname "$(readlink -f "$CAPTURE")")")"
 PYTHON="${KVSPEC_CAPTURE_PYTHON:-$REPO/tools/.venv-torch/bin/python}"
 if [[ ! -x "$PYTHON" ]]; then
   echo "FAIL: no Python for capture_attention at $PYTHON."
-  echo "Run tools/setup.sh (it creates tools/.venv-torch with"
-  echo "tools/requirements-torch.txt), or set KVSPEC_CAPTURE_PYTHON to a"
-  echo "Python with torch, transformers and safetensors."
+  echo "Run tools/setup.sh --tests (it creates tools/.venv-torch with"
+  echo "tools/requirements-torch.txt; tools/setup.sh without --tests does"
+  echo "not), or set KVSPEC_CAPTURE_PYTHON to a Python with torch,"
+  echo "transformers and safetensors."
   exit 1
 fi
 # Caches and offline mode: nothing is written to $HOME, nothing downloaded.
@@ -65,14 +67,50 @@ EOF
   tail -3 "$TMP/model.log"
   if grep -q "ImportError" "$TMP/model.log"; then
     echo "This Python lacks torch, transformers or safetensors. Run"
-    echo "tools/setup.sh (pip install -r tools/requirements-torch.txt into"
-    echo "tools/.venv-torch), or set KVSPEC_CAPTURE_PYTHON."
+    echo "tools/setup.sh --tests (pip install -r tools/requirements-torch.txt"
+    echo "into tools/.venv-torch), or set KVSPEC_CAPTURE_PYTHON."
   fi
   exit 1
 fi
 
 printf 'KV caches forget; the spec says which positions go first.\n' \
   >"$TMP/text.txt"  # 58 bytes: 58 tokens, 48 kept
+
+# --output is written only over a regular file, never over an input: an
+# existing FIFO, symlink or device is refused and left as it was, and so is
+# the --text file or a model file under another name (each used to be
+# replaced by the capture). Refused before torch is imported.
+mkfifo "$TMP/fifo.safetensors"
+echo keep >"$TMP/target.safetensors"
+ln -s "$TMP/target.safetensors" "$TMP/link.safetensors"
+cp "$TMP/text.txt" "$TMP/text.orig"
+cp "$TMP/model/config.json" "$TMP/config.orig"
+refuse_output() {  # what output expected-message
+  timeout 600 "$PYTHON" "$CAPTURE" --model "$TMP/model" --text "$TMP/text.txt" \
+    --layer 0 --matrix --max_tokens 8 --output "$2" >"$TMP/out-refused" 2>&1
+  local status=$?
+  [[ $status -eq 2 ]] && grep -qF -- "$3" "$TMP/out-refused" \
+    || fail "capture --output=$1: exit $status: $(cat "$TMP/out-refused")"
+}
+refuse_output "a FIFO" "$TMP/fifo.safetensors" \
+  "--output=$TMP/fifo.safetensors exists and is a FIFO: refusing to replace it"
+[[ -p "$TMP/fifo.safetensors" ]] || fail "the FIFO --output was replaced"
+refuse_output "a symlink" "$TMP/link.safetensors" \
+  "--output=$TMP/link.safetensors exists and is a symbolic link: refusing to replace it"
+[[ -L "$TMP/link.safetensors" && "$(cat "$TMP/target.safetensors")" == keep ]] \
+  || fail "the symlink --output or its target was replaced"
+refuse_output "/dev/null" /dev/null \
+  "--output=/dev/null exists and is a character device: refusing to replace it"
+[[ -c /dev/null ]] || fail "/dev/null is no longer a character device"
+refuse_output "the --text file" "$TMP/./text.txt" \
+  "--output=$TMP/./text.txt is the input --text=$TMP/text.txt: writing it would destroy the input"
+cmp -s "$TMP/text.txt" "$TMP/text.orig" || fail "the --text file was overwritten"
+refuse_output "a model file" "$TMP/model/../model/config.json" \
+  "--output=$TMP/model/../model/config.json is the input $TMP/model/config.json (in --model): writing it would destroy the input"
+cmp -s "$TMP/model/config.json" "$TMP/config.orig" \
+  || fail "the model's config.json was overwritten"
+[[ -z "$(ls "$TMP" "$TMP/model" | grep '\.tmp$')" ]] \
+  || fail "a refused --output left a temporary file"
 "$PYTHON" "$CAPTURE" --model "$TMP/model" --text "$TMP/text.txt" --layer 1 \
   --matrix --output "$TMP/attn.safetensors" --max_tokens 48 \
   >"$TMP/capture" 2>"$TMP/capture.err" \
@@ -214,6 +252,16 @@ run snapkv budget=8,recent_window=2,obs_window=4,pool_kernel=3,granularity=query
   --heads=3 --id=head3 >"$TMP/one" 2>&1 \
   && grep -q "48 steps, 1 query head(s), 1 kv head(s), id 'head3'" "$TMP/one" \
   || fail "import --heads=3: $(cat "$TMP/one")"
+# Without --kv_heads, the model's num_key_value_heads (2) from the capture's
+# metadata; a --kv_heads that contradicts it is refused.
+"$IMPORT" --input="$TMP/attn.safetensors" --output="$TMP/meta.pb" >"$TMP/meta" 2>&1 \
+  && grep -q "48 steps, 4 query head(s), 2 kv head(s)" "$TMP/meta" \
+  || fail "import without --kv_heads: $(cat "$TMP/meta")"
+"$IMPORT" --input="$TMP/attn.safetensors" --output="$TMP/bad.pb" --kv_heads=1 \
+  >"$TMP/err7" 2>&1
+[[ $? -eq 1 && ! -e "$TMP/bad.pb" ]] \
+  && grep -qF 'attn.safetensors: --kv_heads=1 contradicts __metadata__ num_key_value_heads = "2"' "$TMP/err7" \
+  || fail "import --kv_heads=1 against the metadata's 2: $(cat "$TMP/err7")"
 "$IMPORT" --help >"$TMP/help" 2>&1
 for flag in input output layer heads kv_heads id; do
   grep -q -- "--$flag" "$TMP/help" || fail "--help does not explain --$flag"

@@ -52,7 +52,7 @@ libs=($(pkg-config --libs absl_statusor absl_str_format absl_strings absl_int128
 # Every source once, one compiler per core; then each target is linked.
 reference=($(ls cc/*.cc cc/policies/*.cc | grep -v '_test\.cc$'))
 sources=(conformance/frame.cc conformance/decode.cc tools/vectors/load.cc
-         tools/import_attention_lib.cc tools/scenario_file.cc
+         tools/import_attention_lib.cc tools/scenario_file.cc tools/files/files.cc
          "$work/spec/kvspec.pb.cc" "$work/spec/conformance.pb.cc"
          conformance/fuzz/*.cc tools/fuzz/*.cc "${reference[@]}")
 mkdir -p "$work/obj"
@@ -77,11 +77,11 @@ link() {  # target, sources
 }
 link frame_fuzzer conformance/fuzz/frame_fuzzer.cc conformance/frame.cc
 link vector_loader_fuzzer conformance/fuzz/vector_loader_fuzzer.cc \
-  tools/vectors/load.cc cc/sha256.cc "$work/spec/kvspec.pb.cc"
+  tools/vectors/load.cc tools/files/files.cc cc/sha256.cc "$work/spec/kvspec.pb.cc"
 link decode_fuzzer conformance/fuzz/decode_fuzzer.cc conformance/decode.cc \
   conformance/frame.cc "$work/spec/kvspec.pb.cc" "$work/spec/conformance.pb.cc"
 link import_fuzzer tools/fuzz/import_fuzzer.cc tools/import_attention_lib.cc \
-  "$work/spec/kvspec.pb.cc" "${reference[@]}"
+  tools/files/files.cc "$work/spec/kvspec.pb.cc" "${reference[@]}"
 link scenario_fuzzer tools/fuzz/scenario_fuzzer.cc tools/scenario_file.cc \
   "$work/spec/kvspec.pb.cc" "${reference[@]}"
 echo "fuzz: 5 targets built in $SECONDS s ($(nproc) cores); fuzzing each for $seconds s"

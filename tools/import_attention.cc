@@ -21,6 +21,14 @@
 // queries of a prefill chunk ending at e) or step.<t> (float32
 // [heads, t + 1], t = 0 .. L-1).
 //
+// --kv_heads: the model's num_key_value_heads (with --heads, how many of
+// the model's KV heads the kept heads use). Left out, it is taken from the
+// .safetensors file's __metadata__ num_key_value_heads (capture_attention.py
+// records the model's); given, it must agree with the metadata (a
+// contradiction is refused, naming both values); without metadata, 1. A
+// --heads that takes unequal numbers of heads from the model's KV heads,
+// or a KV head's heads apart, is refused when the metadata is there.
+//
 // A matrix or step rows: step q of the scenario admits position q and
 // carries each selected head's row q without its diagonal weight, bit for
 // bit.
@@ -52,9 +60,14 @@
 // and refused; tools/capture_attention.py writes the .safetensors file from
 // a Hugging Face model.
 //
+// --output is written only over a regular file (or a new one), and never
+// over --input: an existing FIFO, symlink, device node (/dev/null) or
+// directory, and the input file under another name, are refused before the
+// import starts, naming the flag and the path (tools/files/files.h).
+//
 // Exit status: 0 on success, 1 when the input is refused, does not fit, or
-// the output cannot be written (out of memory included), 2 for a malformed
-// command line.
+// the output is refused or cannot be written (out of memory included), 2
+// for a malformed command line.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -69,6 +82,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
+#include "tools/files/files.h"
 #include "tools/import_attention_lib.h"
 
 ABSL_FLAG(std::string, input, "",
@@ -80,7 +94,10 @@ ABSL_FLAG(std::string, input, "",
           "prefill step per chunk), or step.<t> of float32 [heads, t + 1]).");
 ABSL_FLAG(std::string, output, "",
           "Where to write the binary kvspec.v1.Scenario. Written to a "
-          "temporary file beside it, then renamed: never left half-written.");
+          "temporary file beside it, then renamed: never left half-written. "
+          "Refused, before the import, when it exists and is not a regular "
+          "file (a FIFO, symlink, device or directory is never replaced) or "
+          "is the --input file under any name.");
 ABSL_FLAG(std::string, layer, "",
           "Which layer's tensors (layer.<n>, window.<n> or chunk.<n>.<e>) of "
           "a .safetensors file to read. Empty: the file's only layer.");
@@ -93,10 +110,14 @@ ABSL_FLAG(std::string, layout, "",
 ABSL_FLAG(std::string, heads, "all",
           "Comma-separated query heads to keep, in the order given (e.g. "
           "0,2,5), or 'all' for every head in file order.");
-ABSL_FLAG(uint32_t, kv_heads, 1,
-          "The scenario's kv_heads (spec/heads.md#head-counts): the model's "
-          "num_key_value_heads for all its heads. Must divide the number of "
-          "selected heads.");
+ABSL_FLAG(std::string, kv_heads, "",
+          "The scenario's kv_heads (spec/heads.md#head-counts): how many of "
+          "the model's KV heads the selected heads use (its "
+          "num_key_value_heads when every head is kept). Must divide the "
+          "number of selected heads. Empty: from the .safetensors file's "
+          "__metadata__ num_key_value_heads (capture_attention.py writes "
+          "it), else 1. Given, it must agree with that metadata: a "
+          "contradiction is refused, naming both values.");
 ABSL_FLAG(std::string, id, "",
           "The scenario's id. Empty: the input file's base name.");
 ABSL_FLAG(std::string, window_rows, "",
@@ -154,7 +175,13 @@ int Main() {
     return 2;
   }
   ImportOptions options;
-  options.kv_heads = absl::GetFlag(FLAGS_kv_heads);
+  std::optional<uint32_t> kv_heads;
+  if (!ParseCount("kv_heads", absl::GetFlag(FLAGS_kv_heads), kv_heads)) {
+    return 2;
+  }
+  // Not given: the capture's metadata says (else 1).
+  options.kv_heads = kv_heads.value_or(1);
+  options.kv_heads_from_file = !kv_heads.has_value();
   options.id = absl::GetFlag(FLAGS_id);
   if (const std::string layer = absl::GetFlag(FLAGS_layer); !layer.empty()) {
     uint32_t n = 0;
@@ -196,13 +223,20 @@ int Main() {
     options.heads = *list;
   }
 
+  // The output is checked before the import, which can take minutes and
+  // gigabytes, and again when it is written.
+  if (absl::Status ok = files::CheckOutput("--output", output, {input});
+      !ok.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(ok.message()).c_str());
+    return 1;
+  }
   absl::StatusOr<v1::Scenario> scenario = ImportAttention(input, options);
   if (!scenario.ok()) {
     std::fprintf(stderr, "%s\n",
                  std::string(scenario.status().message()).c_str());
     return 1;
   }
-  if (absl::Status written = WriteScenarioFile(*scenario, output);
+  if (absl::Status written = WriteScenarioFile(*scenario, output, {input});
       !written.ok()) {
     std::fprintf(stderr, "%s\n", std::string(written.message()).c_str());
     return 1;

@@ -47,6 +47,7 @@
 #include "cc/text.h"
 #include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "spec/kvspec.pb.h"
+#include "tools/files/files.h"
 
 namespace kvspec {
 namespace {
@@ -183,6 +184,9 @@ struct Layout {
   std::string totals_tensor;
   uint64_t totals_data = 0;
   uint64_t totals_width = 0;
+  // A .safetensors file's __metadata__ "num_key_value_heads" (its text and
+  // number) when it is a decimal number: the model's KV heads.
+  std::optional<std::pair<std::string, uint64_t>> kv_heads_metadata;
 
   uint32_t first_query() const { return length - rows; }
   uint64_t row_keys(uint32_t q) const {
@@ -1180,8 +1184,11 @@ std::string WindowFlagsText(const ImportOptions& options) {
          (flags.size() == 1 ? " applies" : " apply");
 }
 
-absl::StatusOr<Layout> ReadSafetensors(absl::string_view bytes,
-                                       const ImportOptions& options) {
+// The layout of the tensors to read; `metadata` receives the file's
+// __metadata__.
+absl::StatusOr<Layout> ReadSafetensorsLayout(absl::string_view bytes,
+                                             const ImportOptions& options,
+                                             Metadata& metadata) {
   if (bytes.size() < 8) {
     return Invalid(absl::StrFormat(
         "truncated: %d bytes, shorter than the 8-byte header length",
@@ -1204,7 +1211,6 @@ absl::StatusOr<Layout> ReadSafetensors(absl::string_view bytes,
   const uint64_t data_bytes = bytes.size() - data_start;
 
   std::vector<TensorEntry> tensors;
-  Metadata metadata;
   for (const auto& [name, value] : header->members) {
     if (name == "__metadata__") {
       const bool strings_only =
@@ -1525,6 +1531,18 @@ absl::StatusOr<Layout> ReadSafetensors(absl::string_view bytes,
   return layout;
 }
 
+absl::StatusOr<Layout> ReadSafetensors(absl::string_view bytes,
+                                       const ImportOptions& options) {
+  Metadata metadata;
+  absl::StatusOr<Layout> layout =
+      ReadSafetensorsLayout(bytes, options, metadata);
+  if (layout.ok()) {
+    layout->kv_heads_metadata =
+        MetadataNumber(metadata, "num_key_value_heads");
+  }
+  return layout;
+}
+
 // ---------------------------------------------------------------------------
 // Weights.
 
@@ -1651,14 +1669,92 @@ absl::StatusOr<std::vector<uint32_t>> SelectHeads(
         "(spec/heads.md#head-counts): choose some with --heads",
         heads.size(), kMaxHeads));
   }
-  if (options.kv_heads == 0) return Invalid("--kv_heads must be at least 1");
-  if (heads.size() % options.kv_heads != 0) {
-    return Invalid(absl::StrFormat(
-        "--kv_heads=%d does not divide the %d selected query head%s "
-        "(spec/heads.md#head-counts)",
-        options.kv_heads, heads.size(), heads.size() == 1 ? "" : "s"));
-  }
   return heads;
+}
+
+// The scenario's kv_heads for the selected `heads` ("KV heads" in
+// import_attention_lib.h). With the file's __metadata__
+// "num_key_value_heads" K, the model's KV head of query head h is h / g,
+// g = H / K (H the file's heads); the selected heads keep the model's KV
+// heads when they run through its KV heads one after another, the same
+// number from each: the scenario's kv_heads is then the number of runs
+// (spec/heads.md#head-counts: a KV head's query heads are consecutive, as
+// many for each).
+absl::StatusOr<uint32_t> ChooseKvHeads(const Layout& layout,
+                                       const ImportOptions& options,
+                                       const std::vector<uint32_t>& heads) {
+  const std::optional<std::pair<std::string, uint64_t>>& metadata =
+      layout.kv_heads_metadata;
+  const bool given = !options.kv_heads_from_file || !metadata.has_value();
+  if (given) {
+    if (options.kv_heads == 0) {
+      return Invalid("--kv_heads must be at least 1");
+    }
+    if (heads.size() % options.kv_heads != 0) {
+      return Invalid(absl::StrFormat(
+          "--kv_heads=%d does not divide the %d selected query head%s "
+          "(spec/heads.md#head-counts)",
+          options.kv_heads, heads.size(), heads.size() == 1 ? "" : "s"));
+    }
+  }
+  if (!metadata.has_value()) return options.kv_heads;
+
+  const auto& [text, kv] = *metadata;
+  const uint64_t all = layout.heads;
+  if (kv == 0) {
+    return Invalid(absl::StrFormat(
+        "__metadata__ says num_key_value_heads = \"%s\": a model has at "
+        "least one KV head",
+        text));
+  }
+  if (all % kv != 0) {
+    return Invalid(absl::StrFormat(
+        "__metadata__ says num_key_value_heads = \"%s\" but the file has %d "
+        "query heads, not a multiple of %d: the file contradicts itself",
+        text, all, kv));
+  }
+  const uint64_t group = all / kv;
+  // The runs of consecutive selected heads that share a KV head: each KV
+  // head's heads must form one run, and every run the same length.
+  std::vector<uint64_t> run_kv;
+  std::vector<size_t> run_length;
+  bool even = true;
+  for (uint32_t h : heads) {
+    const uint64_t k = h / group;
+    if (!run_kv.empty() && run_kv.back() == k) {
+      ++run_length.back();
+      continue;
+    }
+    if (std::find(run_kv.begin(), run_kv.end(), k) != run_kv.end()) {
+      even = false;  // KV head k's heads are not together
+    }
+    run_kv.push_back(k);
+    run_length.push_back(1);
+  }
+  for (size_t length : run_length) even = even && length == run_length[0];
+  if (!even) {
+    return Invalid(absl::StrFormat(
+        "--heads=%s does not keep the model's KV heads: __metadata__ says "
+        "num_key_value_heads = \"%s\", so each of its %d KV heads serves %d "
+        "consecutive query heads of the %d, and a scenario's KV heads serve "
+        "equal runs of its heads: select as many heads of each KV head "
+        "used, each KV head's heads together",
+        absl::StrJoin(heads, ","), text, kv, group, all));
+  }
+  const uint32_t derived = static_cast<uint32_t>(run_kv.size());
+  if (given && options.kv_heads != derived) {
+    const std::string selected =
+        options.heads.has_value()
+            ? absl::StrFormat("the %d selected heads (%s)", heads.size(),
+                              absl::StrJoin(heads, ", "))
+            : absl::StrFormat("all %d heads", heads.size());
+    return Invalid(absl::StrFormat(
+        "--kv_heads=%d contradicts __metadata__ num_key_value_heads = "
+        "\"%s\": the model's %d query heads share %d KV heads, %d each, so "
+        "%s make %d; give --kv_heads=%d or leave it out",
+        options.kv_heads, text, all, kv, group, selected, derived, derived));
+  }
+  return derived;
 }
 
 // The chunks' prefill steps and decode steps, in the order
@@ -1708,8 +1804,11 @@ absl::StatusOr<Plan> MakePlan(const Layout& layout,
   absl::StatusOr<std::vector<uint32_t>> heads = SelectHeads(layout, options);
   if (!heads.ok()) return heads.status();
   plan.heads = std::move(*heads);
+  absl::StatusOr<uint32_t> kv_heads =
+      ChooseKvHeads(layout, options, plan.heads);
+  if (!kv_heads.ok()) return kv_heads.status();
+  plan.kv_heads = *kv_heads;
   plan.id = options.id.empty() ? default_id : options.id;
-  plan.kv_heads = options.kv_heads;
   plan.length = layout.length;
   if (options.totals && layout.kind != Kind::kWindow) {
     return Invalid(absl::StrFormat(
@@ -2395,63 +2494,59 @@ absl::StatusOr<std::vector<uint32_t>> ParseHeadList(absl::string_view text) {
 
 namespace {
 
+absl::Status OutOfMemoryWriting(const std::string& path) {
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "--output=%s: out of memory while writing the scenario "
+      "(std::bad_alloc)",
+      path));
+}
+
 absl::Status WriteScenarioFileOrThrow(const v1::Scenario& scenario,
-                                      const std::string& path) {
+                                      const std::string& path,
+                                      const std::vector<std::string>& inputs) {
   const size_t bytes = scenario.ByteSizeLong();
   if (bytes > kMaxScenarioBytes) {
     return absl::OutOfRangeError(absl::StrFormat(
-        "%s: the scenario is %d bytes, over the %d-byte limit of one "
-        "protobuf message",
+        "--output=%s: the scenario is %d bytes, over the %d-byte limit of "
+        "one protobuf message",
         path, bytes, kMaxScenarioBytes));
   }
-  // The temporary file sits beside `path`, so the rename stays on one file
-  // system and is atomic.
-  std::string temp = path + ".tmp-XXXXXX";
-  const int fd = mkstemp(&temp[0]);
-  if (fd < 0) {
-    return absl::PermissionDeniedError(absl::StrFormat(
-        "%s: cannot create a temporary file beside it: %s", path,
-        std::strerror(errno)));
-  }
-  // mkstemp creates the file 0600; give it the usual permissions.
-  const mode_t mask = umask(0);
-  umask(mask);
-  fchmod(fd, 0666 & ~mask);
-  std::string failure;
-  {
-    // Serialized straight into the stream's buffers and written: no copy
-    // of the whole message in memory.
-    google::protobuf::io::FileOutputStream stream(fd);
-    const bool serialized = scenario.SerializeToZeroCopyStream(&stream);
-    const bool flushed = stream.Flush();
-    if (!serialized || !flushed) {
-      failure = stream.GetErrno() != 0 ? std::strerror(stream.GetErrno())
-                                       : "cannot serialize the scenario";
-    }
-  }
-  if (failure.empty() && fsync(fd) != 0) failure = std::strerror(errno);
-  if (close(fd) != 0 && failure.empty()) failure = std::strerror(errno);
-  if (failure.empty() && std::rename(temp.c_str(), path.c_str()) != 0) {
-    failure = std::strerror(errno);
-  }
-  if (!failure.empty()) {
-    unlink(temp.c_str());
-    return absl::UnavailableError(
-        absl::StrFormat("%s: cannot write: %s", path, failure));
-  }
-  return absl::OkStatus();
+  // files::WriteAtomically refuses a path that is not a regular file or is
+  // one of the inputs, then writes a temporary file beside it and renames
+  // it over `path`. An exception must not escape the writer (the temporary
+  // file would be left behind): out of memory is a failed write.
+  bool out_of_memory = false;
+  const absl::Status written = files::WriteAtomically(
+      "--output", path,
+      [&](int fd) -> std::string {
+        try {
+          // Serialized straight into the stream's buffers and written: no
+          // copy of the whole message in memory.
+          google::protobuf::io::FileOutputStream stream(fd);
+          const bool serialized = scenario.SerializeToZeroCopyStream(&stream);
+          const bool flushed = stream.Flush();
+          if (serialized && flushed) return "";
+          return stream.GetErrno() != 0 ? std::strerror(stream.GetErrno())
+                                        : "cannot serialize the scenario";
+        } catch (const std::bad_alloc&) {
+          out_of_memory = true;
+          return "out of memory";
+        }
+      },
+      inputs);
+  if (out_of_memory) return OutOfMemoryWriting(path);
+  return written;
 }
 
 }  // namespace
 
 absl::Status WriteScenarioFile(const v1::Scenario& scenario,
-                               const std::string& path) {
+                               const std::string& path,
+                               const std::vector<std::string>& inputs) {
   try {
-    return WriteScenarioFileOrThrow(scenario, path);
+    return WriteScenarioFileOrThrow(scenario, path, inputs);
   } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "%s: out of memory while writing the scenario (std::bad_alloc)",
-        path));
+    return OutOfMemoryWriting(path);
   }
 }
 

@@ -114,6 +114,24 @@
 // repeated name is a repeated JSON key, and a name that is not canonical,
 // chunk.1.08 or chunk.1.0, is refused.)
 //
+// KV heads. A .safetensors file's __metadata__ "num_key_value_heads" K
+// (capture_attention.py writes the model's; ignored when it is not a
+// decimal number) says which KV head each of the file's H query heads uses:
+// query head h uses KV head h / (H / K). A scenario's KV head serves a run
+// of consecutive heads, the same number each (spec/heads.md#head-counts),
+// so the selected heads keep the model's KV heads when each KV head's
+// selected heads are next to each other and every KV head used has as many
+// selected: the scenario's kv_heads is then the number of KV heads used (K
+// when every head is selected in file order). Without the metadata,
+// kv_heads is ImportOptions::kv_heads. Checked after the heads, in this
+// order: a given kv_heads (kv_heads_from_file false, or no metadata) must
+// be at least 1 and divide the selected heads; K must be at least 1 and
+// divide H (else the file contradicts itself); the selection must keep the
+// KV heads as above (refused naming --heads, whatever kv_heads); a given
+// kv_heads must be the number of KV heads used (refused naming both
+// values). With kv_heads_from_file and the metadata, the scenario's
+// kv_heads is that number.
+//
 // Size and memory. Before anything is allocated for the scenario or a
 // weight is read, the import computes the exact size of the serialized
 // scenario (ScenarioWireBytes below: ByteSizeLong() of the scenario it
@@ -125,7 +143,8 @@
 // in ImportAttention or WriteScenarioFile is a refusal, never an abort.
 //
 // Every refusal is an absl::Status whose message starts with the input path
-// (the output path for WriteScenarioFile) and names the problem, e.g.
+// ("--output=" and the output path for WriteScenarioFile) and names the
+// problem, e.g.
 //   "attn.npy: head 2, row 5, column 7: weight 0.25 above the diagonal
 //    (rows must be causal)".
 //
@@ -181,8 +200,14 @@ struct ImportOptions {
   // refused.
   std::optional<std::vector<uint32_t>> heads;
   // The scenario's kv_heads (spec/heads.md#head-counts); it must divide the
-  // number of selected heads.
+  // number of selected heads, and agree with the file's __metadata__
+  // "num_key_value_heads" when it has one ("KV heads" above).
   uint32_t kv_heads = 1;
+  // True when kv_heads was not given (import_attention without --kv_heads):
+  // the scenario's kv_heads is then the one the file's __metadata__
+  // "num_key_value_heads" gives for the selected heads, and `kv_heads` only
+  // for a file without it.
+  bool kv_heads_from_file = false;
   // The scenario's id. Empty: the input file's base name.
   std::string id;
   // Window and chunks layouts only: m, the query rows the prefill step
@@ -270,11 +295,17 @@ absl::StatusOr<std::vector<uint32_t>> ParseHeadList(absl::string_view text);
 
 // Writes `scenario` to `path` as a binary kvspec.v1.Scenario, serialized
 // straight to the file through protobuf's zero-copy FileOutputStream (no
-// copy of the bytes in memory): first to a temporary file beside it, then
-// renamed over `path`, so `path` is either the complete new file or
-// untouched.
+// copy of the bytes in memory), with files::WriteAtomically
+// (tools/files/files.h): first to a temporary file beside it, then renamed
+// over `path`, so `path` is either the complete new file or untouched.
+// Refused before anything is written: a `path` that exists and is not a
+// regular file (a FIFO, a symlink, a device such as /dev/null, a
+// directory: never replaced), and a `path` that is one of `inputs` under
+// any name (same device and inode: the import's input file would be
+// destroyed). Messages start with "--output=PATH".
 absl::Status WriteScenarioFile(const v1::Scenario& scenario,
-                               const std::string& path);
+                               const std::string& path,
+                               const std::vector<std::string>& inputs = {});
 
 }  // namespace kvspec
 

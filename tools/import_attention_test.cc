@@ -4,6 +4,7 @@
 // no model.
 #include "tools/import_attention_lib.h"
 
+#include <dirent.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -347,10 +348,122 @@ TEST(ImportAttention, OutputFileIsWrittenWhole) {
   const std::string nowhere = ::testing::TempDir() + "/no/such/dir/x.pb";
   const absl::Status status = WriteScenarioFile(*scenario, nowhere);
   EXPECT_TRUE(StartsWith(std::string(status.message()),
-                         nowhere + ": cannot create a temporary file"))
+                         "--output=" + nowhere +
+                             ": cannot create a temporary file"))
       << status;
   struct stat info;
   EXPECT_NE(stat(nowhere.c_str(), &info), 0);
+}
+
+// A fresh directory under the test's temporary directory.
+std::string FreshDir(const std::string& name) {
+  std::string path = ::testing::TempDir() + "/" + name + "-XXXXXX";
+  EXPECT_NE(mkdtemp(&path[0]), nullptr) << path;
+  return path;
+}
+
+// The names in `dir` that contain ".tmp-" (WriteScenarioFile's temporary
+// files).
+std::vector<std::string> TempFiles(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return {"cannot list " + dir};
+  while (const dirent* entry = readdir(d)) {
+    if (Contains(entry->d_name, ".tmp-")) names.push_back(entry->d_name);
+  }
+  closedir(d);
+  return names;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+// The output is written only over a regular file: an existing FIFO, symlink
+// or device node is refused and left as it was (issue 33: the temporary
+// file used to be renamed over whatever the path named).
+TEST(WriteScenarioFile, RefusesAFifoAndLeavesIt) {
+  const std::string dir = FreshDir("fifo");
+  absl::StatusOr<v1::Scenario> scenario =
+      ImportAttention(WriteInput("fifo.npy", NpyOf({2, 3, 3}, kExample)), {});
+  ASSERT_TRUE(scenario.ok()) << scenario.status();
+  const std::string fifo = dir + "/out.pb";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(WriteScenarioFile(*scenario, fifo).message(),
+            "--output=" + fifo +
+                " exists and is a FIFO: refusing to replace it (give the path "
+                "of a regular file, or of one that does not exist yet)");
+  struct stat info;
+  ASSERT_EQ(lstat(fifo.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISFIFO(info.st_mode)) << "the FIFO was replaced";
+  EXPECT_EQ(TempFiles(dir), std::vector<std::string>{});
+}
+
+TEST(WriteScenarioFile, RefusesASymlinkAndLeavesItsTarget) {
+  const std::string dir = FreshDir("symlink");
+  absl::StatusOr<v1::Scenario> scenario =
+      ImportAttention(WriteInput("link.npy", NpyOf({2, 3, 3}, kExample)), {});
+  ASSERT_TRUE(scenario.ok()) << scenario.status();
+  const std::string target = dir + "/target.pb";
+  const std::string link = dir + "/link.pb";
+  std::ofstream(target, std::ios::binary) << "keep";
+  ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
+  EXPECT_EQ(WriteScenarioFile(*scenario, link).message(),
+            "--output=" + link +
+                " exists and is a symbolic link: refusing to replace it (give "
+                "the path of a regular file, or of one that does not exist "
+                "yet)");
+  struct stat info;
+  ASSERT_EQ(lstat(link.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISLNK(info.st_mode)) << "the symlink was replaced";
+  EXPECT_EQ(ReadAll(target), "keep");
+  EXPECT_EQ(TempFiles(dir), std::vector<std::string>{});
+}
+
+// (As root the old code replaced the machine's /dev/null with the
+// scenario.)
+TEST(WriteScenarioFile, RefusesADeviceAndLeavesIt) {
+  absl::StatusOr<v1::Scenario> scenario =
+      ImportAttention(WriteInput("null.npy", NpyOf({2, 3, 3}, kExample)), {});
+  ASSERT_TRUE(scenario.ok()) << scenario.status();
+  EXPECT_EQ(WriteScenarioFile(*scenario, "/dev/null").message(),
+            "--output=/dev/null exists and is a character device: refusing "
+            "to replace it (give the path of a regular file, or of one that "
+            "does not exist yet)");
+  struct stat info;
+  ASSERT_EQ(lstat("/dev/null", &info), 0);
+  EXPECT_TRUE(S_ISCHR(info.st_mode)) << "/dev/null is no longer a device";
+  EXPECT_EQ(TempFiles("/dev"), std::vector<std::string>{});
+}
+
+// The output is the input under another name ("dir/./x.npy"): refused, and
+// the input is left whole (it used to be replaced by the scenario).
+TEST(WriteScenarioFile, RefusesTheInputUnderAnotherName) {
+  const std::string dir = FreshDir("input");
+  const std::string bytes = NpyOf({2, 3, 3}, kExample);
+  const std::string input = dir + "/capture.npy";
+  std::ofstream(input, std::ios::binary) << bytes;
+  absl::StatusOr<v1::Scenario> scenario = ImportAttention(input, {});
+  ASSERT_TRUE(scenario.ok()) << scenario.status();
+  const std::string alias = dir + "/./capture.npy";
+  EXPECT_EQ(WriteScenarioFile(*scenario, alias, {input}).message(),
+            "--output=" + alias + " is the input " + input +
+                ": writing it would destroy the input");
+  EXPECT_EQ(ReadAll(input), bytes) << "the input was overwritten";
+  EXPECT_EQ(TempFiles(dir), std::vector<std::string>{});
+  // A hard link to it is the same file too.
+  const std::string hard = dir + "/hard.pb";
+  ASSERT_EQ(link(input.c_str(), hard.c_str()), 0);
+  EXPECT_EQ(WriteScenarioFile(*scenario, hard, {input}).message(),
+            "--output=" + hard + " is the input " + input +
+                ": writing it would destroy the input");
+  EXPECT_EQ(ReadAll(input), bytes);
+  // Another file is written as usual.
+  EXPECT_TRUE(WriteScenarioFile(*scenario, dir + "/out.pb", {input}).ok());
+  EXPECT_EQ(ReadAll(dir + "/out.pb"), scenario->SerializeAsString());
 }
 
 TEST(ParseHeadList, Numbers) {
@@ -392,6 +505,132 @@ std::vector<float> Uniform(int heads, int length) {
 void Set(std::vector<float>& values, int length, int h, int q, int k,
          float value) {
   values[(h * length + q) * length + k] = value;
+}
+
+// A layer.0 matrix of `heads` uniform causal heads over L = 3, with
+// __metadata__ `metadata` (a JSON object).
+std::string MatrixWithMetadata(const std::string& name, int heads,
+                               const std::string& metadata) {
+  const std::string data = FloatBytes(Uniform(heads, 3));
+  return WriteInput(
+      name, Safetensors("{" +
+                            TensorJson("layer.0", "F32",
+                                       {static_cast<uint64_t>(heads), 3, 3},
+                                       0, data.size()) +
+                            ",\"__metadata__\":" + metadata + "}",
+                        data));
+}
+
+// The scenario's kv_heads, or the refusal's message after the path.
+std::string KvHeadsOf(const std::string& path, const ImportOptions& options) {
+  absl::StatusOr<v1::Scenario> scenario = ImportAttention(path, options);
+  if (scenario.ok()) return absl::StrCat(scenario->kv_heads());
+  const std::string message(scenario.status().message());
+  EXPECT_TRUE(StartsWith(message, path + ": ")) << message;
+  return message.substr(path.size() + 2);
+}
+
+// Without --kv_heads the scenario's kv_heads comes from the capture's
+// __metadata__ "num_key_value_heads" (issue 33: it was 1 whatever the model
+// had, so positions per KV head silently differed from kvpress's); a
+// --kv_heads that contradicts it is refused, naming both values.
+TEST(KvHeads, FromTheMetadataWhenNotGiven) {
+  const std::string path = MatrixWithMetadata(
+      "kv3.safetensors", 6,
+      R"({"num_attention_heads":"6","num_key_value_heads":"3"})");
+  ImportOptions options;
+  options.kv_heads_from_file = true;
+  EXPECT_EQ(KvHeadsOf(path, options), "3");
+  // Selected heads keep their KV heads (2 query heads each: 0-1, 2-3, 4-5).
+  options.heads = std::vector<uint32_t>{2, 3};
+  EXPECT_EQ(KvHeadsOf(path, options), "1");
+  options.heads = std::vector<uint32_t>{1, 0, 4, 5};
+  EXPECT_EQ(KvHeadsOf(path, options), "2");
+  options.heads = std::vector<uint32_t>{0, 2, 4};
+  EXPECT_EQ(KvHeadsOf(path, options), "3");
+  options.heads = std::vector<uint32_t>{5};
+  EXPECT_EQ(KvHeadsOf(path, options), "1");
+  // A selection no kv_heads groups as the model does.
+  options.heads = std::vector<uint32_t>{0, 1, 2};
+  EXPECT_EQ(KvHeadsOf(path, options),
+            "--heads=0,1,2 does not keep the model's KV heads: __metadata__ "
+            "says num_key_value_heads = \"3\", so each of its 3 KV heads "
+            "serves 2 consecutive query heads of the 6, and a scenario's KV "
+            "heads serve equal runs of its heads: select as many heads of "
+            "each KV head used, each KV head's heads together");
+  options.heads = std::vector<uint32_t>{0, 2, 1, 3};
+  EXPECT_EQ(KvHeadsOf(path, options),
+            "--heads=0,2,1,3 does not keep the model's KV heads: __metadata__ "
+            "says num_key_value_heads = \"3\", so each of its 3 KV heads "
+            "serves 2 consecutive query heads of the 6, and a scenario's KV "
+            "heads serve equal runs of its heads: select as many heads of "
+            "each KV head used, each KV head's heads together");
+  // A file without the metadata, and a .npy file: kv_heads as given (1).
+  options.heads.reset();
+  EXPECT_EQ(KvHeadsOf(WriteInput("nometa.safetensors",
+                                 SafetensorsOf("layer.0", {2, 3, 3}, kExample)),
+                      options),
+            "1");
+  EXPECT_EQ(
+      KvHeadsOf(WriteInput("kvfile.npy", NpyOf({2, 3, 3}, kExample)), options),
+      "1");
+}
+
+TEST(KvHeads, AGivenValueMustAgreeWithTheMetadata) {
+  const std::string path = MatrixWithMetadata(
+      "kvgiven.safetensors", 6,
+      R"({"num_attention_heads":"6","num_key_value_heads":"3"})");
+  ImportOptions options;
+  options.kv_heads = 3;
+  EXPECT_EQ(KvHeadsOf(path, options), "3");
+  options.kv_heads = 1;
+  EXPECT_EQ(KvHeadsOf(path, options),
+            "--kv_heads=1 contradicts __metadata__ num_key_value_heads = "
+            "\"3\": the model's 6 query heads share 3 KV heads, 2 each, so "
+            "all 6 heads make 3; give --kv_heads=3 or leave it out");
+  options.kv_heads = 6;
+  EXPECT_EQ(KvHeadsOf(path, options),
+            "--kv_heads=6 contradicts __metadata__ num_key_value_heads = "
+            "\"3\": the model's 6 query heads share 3 KV heads, 2 each, so "
+            "all 6 heads make 3; give --kv_heads=3 or leave it out");
+  options.heads = std::vector<uint32_t>{4, 5};
+  options.kv_heads = 2;
+  EXPECT_EQ(KvHeadsOf(path, options),
+            "--kv_heads=2 contradicts __metadata__ num_key_value_heads = "
+            "\"3\": the model's 6 query heads share 3 KV heads, 2 each, so "
+            "the 2 selected heads (4, 5) make 1; give --kv_heads=1 or leave "
+            "it out");
+  options.kv_heads = 1;
+  EXPECT_EQ(KvHeadsOf(path, options), "1");
+  // The flag's own checks come first.
+  options.kv_heads = 0;
+  EXPECT_EQ(KvHeadsOf(path, options), "--kv_heads must be at least 1");
+  options.heads.reset();
+  options.kv_heads = 4;
+  EXPECT_EQ(KvHeadsOf(path, options),
+            "--kv_heads=4 does not divide the 6 selected query heads "
+            "(spec/heads.md#head-counts)");
+}
+
+TEST(KvHeads, MetadataThatContradictsTheFile) {
+  ImportOptions options;
+  options.kv_heads_from_file = true;
+  EXPECT_EQ(KvHeadsOf(MatrixWithMetadata("kv4.safetensors", 6,
+                                         R"({"num_key_value_heads":"4"})"),
+                      options),
+            "__metadata__ says num_key_value_heads = \"4\" but the file "
+            "has 6 query heads, not a multiple of 4: the file contradicts "
+            "itself");
+  EXPECT_EQ(KvHeadsOf(MatrixWithMetadata("kv0.safetensors", 6,
+                                         R"({"num_key_value_heads":"0"})"),
+                      options),
+            "__metadata__ says num_key_value_heads = \"0\": a model has at "
+            "least one KV head");
+  // Not a decimal number: not read (kv_heads as given).
+  EXPECT_EQ(KvHeadsOf(MatrixWithMetadata("kvx.safetensors", 6,
+                                         R"({"num_key_value_heads":"three"})"),
+                      options),
+            "1");
 }
 
 TEST(Refusals, TruncatedNpy) {
@@ -775,7 +1014,7 @@ TEST(Window, AllRowsAreTheQueryRowsOfOnePrefillStep) {
   const std::string path = WindowFile(
       "window.safetensors", kWindow,
       R"({"tokens":"5","window_rows":"3","num_attention_heads":"2",)"
-      R"("num_key_value_heads":"1","model":"hand"})");
+      R"("num_key_value_heads":"2","model":"hand"})");
   ImportOptions options;
   options.kv_heads = 2;
   absl::StatusOr<v1::Scenario> scenario = ImportAttention(path, options);

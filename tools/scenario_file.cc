@@ -28,6 +28,15 @@ std::vector<float> TakeRow(v1::AttentionRow& row) {
   return weights;
 }
 
+// What a file that is not a regular one is, for a refusal.
+const char* Kind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
 }  // namespace
 
 // The rows are moved out of each step and the rest of the step (its admit)
@@ -62,7 +71,10 @@ Scenario ConvertReleasing(v1::Scenario& proto) {
 }
 
 absl::StatusOr<Scenario> ReadScenarioFile(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
+  // writer, forever; it is refused below. It changes nothing for a regular
+  // file's reads.
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     return absl::NotFoundError(absl::StrFormat(
         "cannot open '%s': %s", path, std::strerror(errno)));
@@ -80,7 +92,13 @@ absl::StatusOr<Scenario> ReadScenarioFile(const std::string& path) {
     return absl::InvalidArgumentError(
         absl::StrFormat("'%s' is a directory", path));
   }
-  if (S_ISREG(info.st_mode) && info.st_size > INT_MAX) {
+  // A FIFO would block the parse until a writer came, /dev/zero would never
+  // end: a scenario file is a regular file.
+  if (!S_ISREG(info.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "'%s' is %s, not a regular file", path, Kind(info.st_mode)));
+  }
+  if (info.st_size > INT_MAX) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "'%s' is %d bytes; protobuf parses at most %d bytes "
         "(2 GiB - 1) in one message, so a scenario file must be smaller "

@@ -31,12 +31,18 @@ namespace kvspec {
 // (ConvertReleasing). Refusals name the path:
 //   NotFound         "cannot open 'PATH': REASON", "cannot read 'PATH': REASON"
 //                    (fstat failed)
-//   InvalidArgument  "'PATH' is a directory"; "'PATH' is N bytes; protobuf
-//                    parses at most 2147483647 bytes ..." (a regular file
-//                    over INT_MAX bytes); "cannot read 'PATH': REASON" (a
-//                    read error while parsing); "'PATH' is not a binary
-//                    kvspec.v1.Scenario (the protobuf is malformed or
-//                    truncated)".
+//   InvalidArgument  "'PATH' is a directory"; "'PATH' is a FIFO, not a
+//                    regular file" (likewise a character device such as
+//                    /dev/zero, a block device, a socket: the file is
+//                    opened without blocking, so a FIFO with no writer is
+//                    refused at once, never waited on); "'PATH' is N bytes;
+//                    protobuf parses at most 2147483647 bytes ..." (a
+//                    regular file over INT_MAX bytes); "cannot read 'PATH':
+//                    REASON" (a read error while parsing); "'PATH' is not
+//                    a binary kvspec.v1.Scenario (the protobuf is malformed
+//                    or truncated)".
+// A 0-byte file is accepted here (protobuf parses it as a scenario with
+// nothing in it); tools/simulate refuses it.
 absl::StatusOr<Scenario> ReadScenarioFile(const std::string& path);
 
 // FromProto (cc/proto_convert.h) row by row: each row of `proto` is freed

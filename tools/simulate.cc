@@ -16,6 +16,17 @@
 // preset expansion, each step's victims and cut per kept set, kept sets
 // (--json_kept), warnings and the refusal. Field by field:
 // tools/simulate-json.md.
+//
+// Files: --scenario must be a regular file, not empty (a FIFO or a device
+// is refused at once, never read). --json, --write_sample and --write_trace
+// are written whole or not at all (tools/files/files.h: a temporary file
+// beside the path, renamed over it once complete), only over a regular
+// file or a new path (an existing symlink, FIFO, device or directory is
+// refused), never over --scenario; a write that fails exits 1 naming the
+// flag and the path, and leaves the path as it was.
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <new>
@@ -23,8 +34,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <climits>
 #include <cstring>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,7 +57,9 @@
 #include "cc/text.h"
 #include "cc/trace.h"
 #include "cc/version.h"
+#include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "spec/kvspec.pb.h"
+#include "tools/files/files.h"
 #include "tools/sample_scenario.h"
 #include "tools/scenario_file.h"
 
@@ -62,12 +75,14 @@ ABSL_FLAG(uint64_t, seed, 0,
           "Seed of the Rng each policy receives (spec/rng.md); deterministic "
           "policies ignore it.");
 ABSL_FLAG(std::string, scenario, "",
-          "Path of a binary kvspec.v1.Scenario (at most 2^31 - 1 bytes, "
-          "protobuf's limit for one message). Empty uses the built-in sample "
-          "scenario.");
+          "Path of a binary kvspec.v1.Scenario: a regular file of 1 to "
+          "2^31 - 1 bytes (protobuf's limit for one message); a FIFO, a "
+          "device or an empty file is refused. Empty uses the built-in "
+          "sample scenario.");
 ABSL_FLAG(std::string, write_sample, "",
           "Write the built-in sample scenario to this path as a binary "
-          "kvspec.v1.Scenario, then exit.");
+          "kvspec.v1.Scenario, then exit. Written whole (a temporary file "
+          "renamed over it), only over a regular file; a failure exits 1.");
 ABSL_FLAG(uint32_t, trace_steps, 0,
           "Run the canonical trace (spec/trace.md) for this many steps instead "
           "of a scenario, streaming: memory stays proportional to the kept "
@@ -75,8 +90,9 @@ ABSL_FLAG(uint32_t, trace_steps, 0,
 ABSL_FLAG(std::string, write_trace, "",
           "With --trace_steps: write the canonical trace, expanded into "
           "explicit full-cache rows, to this path as a binary "
-          "kvspec.v1.Scenario, then exit. (The rows grow with the square of "
-          "the steps: keep it to a few thousand.)");
+          "kvspec.v1.Scenario, then exit, as --write_sample writes. (The "
+          "rows grow with the square of the steps: keep it to a few "
+          "thousand.)");
 ABSL_FLAG(bool, list, false,
           "List the registered policies with their parameters, defaults and "
           "ranges, then exit.");
@@ -86,7 +102,11 @@ ABSL_FLAG(std::string, json, "",
           "Write the run as JSON to this path (tools/simulate-json.md); '-' "
           "writes it to stdout and prints no text log (warnings and a "
           "refusal still go to stderr). Needs --policy: one run per file. "
-          "Works with --scenario, the sample scenario and --trace_steps.");
+          "Works with --scenario, the sample scenario and --trace_steps. "
+          "The file appears only once the run is complete and written (a "
+          "temporary file beside it, renamed over it); it must be a regular "
+          "file or a new path, and not the --scenario file; a failed write "
+          "exits 1 and leaves it as it was.");
 ABSL_FLAG(std::string, json_kept, "final",
           "Which kept sets --json writes: 'final' (only the kept sets after "
           "the last step carried out, as kept_at_end), 'evicting' (also "
@@ -171,6 +191,16 @@ absl::StatusOr<std::vector<Parameter>> ParseParams(
 // (tools/scenario_file.h), its refusals prefixed with the flag.
 absl::StatusOr<Scenario> LoadScenario(const std::string& path) {
   if (path.empty()) return SampleScenario();
+  // A 0-byte file parses as a scenario with nothing in it, which runs no
+  // step: refused, as the failed write or copy it most likely is.
+  struct stat info;
+  if (stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
+      info.st_size == 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--scenario: '%s' is empty (0 bytes): a scenario file holds at "
+        "least its steps or its trace",
+        path));
+  }
   absl::StatusOr<Scenario> scenario = ReadScenarioFile(path);
   if (!scenario.ok()) {
     return absl::Status(
@@ -894,25 +924,59 @@ absl::Status WriteScenarioJson(JsonWriter& json, const JsonHeader& header,
   return absl::OkStatus();
 }
 
-// Where --json goes, once opened.
+// Where --json goes: stdout (--json=-), or the temporary file that
+// files::WriteAtomically renames over --json once the run is complete.
 struct JsonOut {
-  std::string path;
   std::FILE* file = nullptr;
 };
 
-// Flushes and closes the JSON output; false (with a message) if any write
-// failed.
-bool CloseJson(JsonOut& out) {
-  if (out.file == nullptr) return true;
+// A buffer for the JSON stream: it is written in large blocks.
+char g_json_buffer[1 << 20];
+
+// --json=-: flushes stdout; false (with a message) if any write failed.
+bool FlushJsonStdout(JsonOut& out) {
   const bool failed = std::ferror(out.file) != 0;
-  const bool closed = out.file == stdout ? std::fflush(out.file) == 0
-                                          : std::fclose(out.file) == 0;
+  const bool flushed = std::fflush(out.file) == 0;
   out.file = nullptr;
-  if (failed || !closed) {
-    std::fprintf(stderr, "--json: cannot write '%s'\n", out.path.c_str());
+  if (failed || !flushed) {
+    std::fprintf(stderr, "--json=-: cannot write to stdout\n");
     return false;
   }
   return true;
+}
+
+// Writes `scenario` to `path` (given as `flag`) as a binary
+// kvspec.v1.Scenario through files::WriteAtomically: serialized straight to
+// a temporary file beside it, then renamed over it; never over anything but
+// a regular file. 0, or 1 after a message naming the flag and the path.
+int WriteScenarioFile(const std::string& flag, const std::string& path,
+                      const Scenario& scenario) {
+  const v1::Scenario proto = ToProto(scenario);
+  if (proto.ByteSizeLong() > INT_MAX) {
+    std::fprintf(stderr,
+                 "%s=%s: the scenario is %zu bytes, over the %d-byte limit "
+                 "of one protobuf message\n",
+                 flag.c_str(), path.c_str(), proto.ByteSizeLong(), INT_MAX);
+    return 1;
+  }
+  const absl::Status written = files::WriteAtomically(
+      flag, path, [&proto](int fd) -> std::string {
+        try {
+          google::protobuf::io::FileOutputStream stream(fd);
+          const bool serialized = proto.SerializeToZeroCopyStream(&stream);
+          const bool flushed = stream.Flush();
+          if (serialized && flushed) return "";
+          return stream.GetErrno() != 0 ? std::strerror(stream.GetErrno())
+                                        : "cannot serialize the scenario";
+        } catch (const std::bad_alloc&) {
+          return "out of memory (std::bad_alloc)";  // the temporary goes
+        }
+      });
+  if (!written.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(written.message()).c_str());
+    return 1;
+  }
+  return 0;
 }
 
 // ---------------------------------------------------------------------------
@@ -1176,12 +1240,7 @@ int Main() {
   }
   if (const std::string path = absl::GetFlag(FLAGS_write_sample);
       !path.empty()) {
-    std::ofstream out(path, std::ios::binary);
-    if (!out || !ToProto(SampleScenario()).SerializeToOstream(&out)) {
-      std::fprintf(stderr, "--write_sample: cannot write '%s'\n", path.c_str());
-      return 1;
-    }
-    return 0;
+    return WriteScenarioFile("--write_sample", path, SampleScenario());
   }
   const uint32_t trace_steps = absl::GetFlag(FLAGS_trace_steps);
   if (const std::string path = absl::GetFlag(FLAGS_write_trace); !path.empty()) {
@@ -1196,15 +1255,10 @@ int Main() {
     Scenario expanded;
     expanded.id = absl::StrFormat("canonical-%d-expanded", trace_steps);
     while (trace->Advance()) expanded.steps.push_back({1, trace->Row()});
-    std::ofstream out(path, std::ios::binary);
-    if (!out || !ToProto(expanded).SerializeToOstream(&out)) {
-      std::fprintf(stderr, "--write_trace: cannot write '%s'\n", path.c_str());
-      return 1;
-    }
-    return 0;
+    return WriteScenarioFile("--write_trace", path, expanded);
   }
-  // The scenario is read before --json is opened, so that a bad scenario
-  // leaves no JSON file behind.
+  // The scenario is read before anything is written: a bad scenario leaves
+  // no JSON file behind.
   const std::string scenario_path = absl::GetFlag(FLAGS_scenario);
   absl::StatusOr<Scenario> scenario = LoadScenario(scenario_path);
   if (!scenario.ok()) {
@@ -1248,23 +1302,8 @@ int Main() {
     }
   }
 
-  JsonOut json;
   JsonHeader json_base;
   if (!json_path.empty()) {
-    json.path = json_path;
-    if (json_path == "-") {
-      json.file = stdout;
-      g_text = nullptr;
-    } else {
-      json.file = std::fopen(json_path.c_str(), "w");
-      if (json.file == nullptr) {
-        std::fprintf(stderr, "--json: cannot open '%s': %s\n",
-                     json_path.c_str(), std::strerror(errno));
-        return 2;
-      }
-    }
-    static char buffer[1 << 20];
-    std::setvbuf(json.file, buffer, _IOFBF, sizeof(buffer));
     json_base.kept_mode = *kept_mode;
     if (trace_steps > 0) {
       json_base.scenario_source = "canonical_trace";
@@ -1282,43 +1321,101 @@ int Main() {
       }
     }
   }
-  JsonOut* const json_out = json.file != nullptr ? &json : nullptr;
 
-  if (trace_steps > 0) {
-    Text("kvspec reference, spec %s; canonical trace, %d steps\n",
-         kSpecVersion, trace_steps);
+  // Every run, its text log on stdout and its JSON into `json` (nullptr:
+  // none). True when every configuration and step was accepted.
+  const auto run_all = [&](JsonOut* json) -> bool {
+    if (trace_steps > 0) {
+      Text("kvspec reference, spec %s; canonical trace, %d steps\n",
+           kSpecVersion, trace_steps);
+      bool all_ok = true;
+      for (PolicyConfig& config : configs) {
+        config.seed = absl::GetFlag(FLAGS_seed);
+        if (name.empty()) {
+          // The sample budgets are too small for a trace: use the
+          // defaults. full keeps every position, so a long trace would
+          // cost O(steps^2).
+          if (config.name == "full") {
+            Text("%-40s skipped: keeps every position (ask with "
+                 "--policy=full)\n", "full");
+            continue;
+          }
+          config.parameters.clear();
+        }
+        all_ok &= RunTraceAndPrint(config, preset_name, trace_steps,
+                                   &json_base, json);
+      }
+      return all_ok;
+    }
+    const std::string steps_text =
+        scenario->trace.has_value() && scenario->steps.empty()
+            ? absl::StrFormat("a trace of %d steps", StepCount(*scenario))
+            : absl::StrFormat("%d steps", scenario->steps.size());
+    Text("kvspec reference, spec %s; scenario '%s': %s\n\n", kSpecVersion,
+         scenario->id, steps_text);
     bool all_ok = true;
     for (PolicyConfig& config : configs) {
       config.seed = absl::GetFlag(FLAGS_seed);
-      if (name.empty()) {
-        // The sample budgets are too small for a trace: use the defaults.
-        // full keeps every position, so a long trace would cost O(steps^2).
-        if (config.name == "full") {
-          Text("%-40s skipped: keeps every position (ask with "
-               "--policy=full)\n", "full");
-          continue;
-        }
-        config.parameters.clear();
-      }
-      all_ok &= RunTraceAndPrint(config, preset_name, trace_steps, &json_base,
-                                 json_out);
+      all_ok &= RunAndPrint(config, preset_name, *scenario, &json_base, json,
+                            absl::GetFlag(FLAGS_quiet));
     }
-    all_ok &= CloseJson(json);
+    return all_ok;
+  };
+
+  if (json_path.empty()) return run_all(nullptr) ? 0 : 1;
+  JsonOut json;
+  if (json_path == "-") {
+    json.file = stdout;
+    g_text = nullptr;
+    std::setvbuf(json.file, g_json_buffer, _IOFBF, sizeof(g_json_buffer));
+    bool all_ok = run_all(&json);
+    all_ok &= FlushJsonStdout(json);
     return all_ok ? 0 : 1;
   }
-  const std::string steps_text =
-      scenario->trace.has_value() && scenario->steps.empty()
-          ? absl::StrFormat("a trace of %d steps", StepCount(*scenario))
-          : absl::StrFormat("%d steps", scenario->steps.size());
-  Text("kvspec reference, spec %s; scenario '%s': %s\n\n", kSpecVersion,
-       scenario->id, steps_text);
-  bool all_ok = true;
-  for (PolicyConfig& config : configs) {
-    config.seed = absl::GetFlag(FLAGS_seed);
-    all_ok &= RunAndPrint(config, preset_name, *scenario, &json_base, json_out,
-                          absl::GetFlag(FLAGS_quiet));
+  // A file: the run streams its JSON into a temporary file beside it, which
+  // files::WriteAtomically renames over --json only once the run is
+  // complete and written; a failure leaves --json as it was (no 0-byte or
+  // cut file). An existing --json that is not a regular file, or is the
+  // --scenario file, is refused before anything runs. Nothing may be thrown
+  // out of the writer (the temporary file would be left behind): out of
+  // memory is caught there and reported after.
+  bool ran = false;
+  bool all_ok = false;
+  bool out_of_memory = false;
+  const absl::Status written = files::WriteAtomically(
+      "--json", json_path,
+      [&](int fd) -> std::string {
+        ran = true;
+        const int copy = dup(fd);
+        std::FILE* file = copy < 0 ? nullptr : fdopen(copy, "w");
+        if (file == nullptr) {
+          const std::string why = std::strerror(errno);
+          if (copy >= 0) close(copy);
+          return why;
+        }
+        std::setvbuf(file, g_json_buffer, _IOFBF, sizeof(g_json_buffer));
+        json.file = file;
+        try {
+          all_ok = run_all(&json);
+        } catch (const std::bad_alloc&) {
+          out_of_memory = true;
+        }
+        const bool failed = std::ferror(file) != 0;
+        errno = 0;
+        const bool closed = std::fclose(file) == 0;  // flushes the buffer
+        json.file = nullptr;
+        if (out_of_memory) return "out of memory (std::bad_alloc)";
+        if (!closed) return std::strerror(errno);
+        if (failed) return "a write failed";
+        return "";
+      },
+      scenario_path.empty() ? std::vector<std::string>{}
+                            : std::vector<std::string>{scenario_path});
+  if (out_of_memory) throw std::bad_alloc();  // main's message
+  if (!written.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(written.message()).c_str());
+    return ran ? 1 : 2;
   }
-  all_ok &= CloseJson(json);
   return all_ok ? 0 : 1;
 }
 

@@ -474,6 +474,80 @@ assert [s["admitted"] for s in d["steps"]] == [{"first": t, "count": 1} for t in
 assert d["kept_at_end"][0]["kept"] == [3, 4]
 PY
 
+# ---------------------------------------------------------------------------
+# Files that are not what the flag needs (issue 33). A 0-byte scenario file
+# is refused (it parsed as a scenario with nothing in it); a FIFO as
+# --scenario is refused at once (it used to block simulate forever), as is
+# any file that is not a regular one.
+: >"$TMP/empty.pb"
+"$SIMULATE" --scenario="$TMP/empty.pb" --policy=window >"$TMP/empty.out" 2>&1
+status=$?
+[[ $status -eq 2 ]] && grep -qF -- "--scenario: '$TMP/empty.pb' is empty (0 bytes)" "$TMP/empty.out" \
+  || fail "a 0-byte --scenario: exit $status: $(cat "$TMP/empty.out")"
+mkfifo "$TMP/fifo.pb"
+timeout 10 "$SIMULATE" --scenario="$TMP/fifo.pb" --policy=window >"$TMP/fifo.out" 2>&1
+status=$?
+[[ $status -eq 2 ]] && grep -qF -- "--scenario: '$TMP/fifo.pb' is a FIFO, not a regular file" "$TMP/fifo.out" \
+  || fail "a FIFO as --scenario: exit $status (124: it hung): $(cat "$TMP/fifo.out")"
+timeout 10 "$SIMULATE" --scenario=/dev/zero --policy=window >"$TMP/zero.out" 2>&1
+status=$?
+[[ $status -eq 2 ]] && grep -qF -- "--scenario: '/dev/zero' is a character device, not a regular file" "$TMP/zero.out" \
+  || fail "/dev/zero as --scenario: exit $status: $(cat "$TMP/zero.out")"
+
+# Outputs are written whole or not at all, only over regular files, never
+# over an input, and a failed write exits non-zero naming the path. A write
+# that fails is made with a file size limit of 0 (SIGXFSZ ignored, so the
+# write returns EFBIG): it used to exit 0 for --write_sample and
+# --write_trace (the stream was flushed after the check) and to leave a
+# 0-byte --json file. Its messages come through a pipe (not limited).
+limited() {  # command...: runs it under `ulimit -f 0`; prints its stderr
+  ( trap '' XFSZ; ulimit -f 0; exec "$@" ) 2>&1 >/dev/null
+}
+for flag in write_sample write_trace; do
+  rm -f "$TMP/limited.pb"
+  message="$(limited "$SIMULATE" --trace_steps=20 --$flag="$TMP/limited.pb")"
+  status=$?
+  [[ $status -eq 1 ]] && grep -qF -- "--$flag=$TMP/limited.pb: cannot write: File too large" <<<"$message" \
+    || fail "--$flag that cannot write: exit $status: $message"
+  [[ ! -e "$TMP/limited.pb" ]] || fail "--$flag that cannot write left a file"
+  "$SIMULATE" --trace_steps=20 --$flag=/dev/full >"$TMP/full.out" 2>&1
+  status=$?
+  [[ $status -eq 1 ]] && grep -qF -- "--$flag=/dev/full exists and is a character device" "$TMP/full.out" \
+    || fail "--$flag=/dev/full: exit $status: $(cat "$TMP/full.out")"
+done
+[[ -c /dev/full ]] || fail "/dev/full is no longer a character device"
+echo "an earlier run" >"$TMP/kept.json"
+message="$(limited "$SIMULATE" --policy=window --params=budget=8 --json="$TMP/kept.json")"
+status=$?
+[[ $status -eq 1 ]] && grep -qF -- "--json=$TMP/kept.json: cannot write: File too large" <<<"$message" \
+  || fail "--json that cannot write: exit $status: $message"
+[[ "$(cat "$TMP/kept.json")" == "an earlier run" ]] \
+  || fail "--json that cannot write lost the file it was to replace: $(head -c 100 "$TMP/kept.json")"
+rm -f "$TMP/new.json"
+message="$(limited "$SIMULATE" --policy=window --params=budget=8 --json="$TMP/new.json")"
+[[ ! -e "$TMP/new.json" ]] || fail "--json that cannot write left a $(stat -c %s "$TMP/new.json")-byte file"
+[[ -z "$(ls "$TMP" | grep '\.tmp-')" ]] || fail "a temporary file was left: $(ls "$TMP" | grep '\.tmp-')"
+# --json over a FIFO, a symlink or the scenario it reads: refused before the
+# run, and left as it was.
+timeout 10 "$SIMULATE" --policy=window --json="$TMP/fifo.pb" >"$TMP/jfifo.out" 2>&1
+status=$?
+[[ $status -eq 2 && -p "$TMP/fifo.pb" ]] \
+  && grep -qF -- "--json=$TMP/fifo.pb exists and is a FIFO: refusing to replace it" "$TMP/jfifo.out" \
+  || fail "--json over a FIFO: exit $status: $(cat "$TMP/jfifo.out")"
+ln -sf "$TMP/kept.json" "$TMP/link.json"
+"$SIMULATE" --policy=window --json="$TMP/link.json" >"$TMP/jlink.out" 2>&1
+status=$?
+[[ $status -eq 2 && -L "$TMP/link.json" && "$(cat "$TMP/kept.json")" == "an earlier run" ]] \
+  && grep -qF -- "--json=$TMP/link.json exists and is a symbolic link" "$TMP/jlink.out" \
+  || fail "--json over a symlink: exit $status: $(cat "$TMP/jlink.out")"
+cp "$TMP/sample.pb" "$TMP/input.pb"
+"$SIMULATE" --scenario="$TMP/input.pb" --policy=window --json="$TMP/./input.pb" \
+  >"$TMP/jinput.out" 2>&1
+status=$?
+[[ $status -eq 2 ]] && cmp -s "$TMP/sample.pb" "$TMP/input.pb" \
+  && grep -qF -- "--json=$TMP/./input.pb is the input $TMP/input.pb: writing it would destroy the input" "$TMP/jinput.out" \
+  || fail "--json over the --scenario file: exit $status: $(cat "$TMP/jinput.out")"
+
 if [[ $failures -ne 0 ]]; then
   echo "$failures check(s) failed"
   exit 1

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_format.h"
 #include "cc/sha256.h"
+#include "cc/version.h"
 #include "tools/vectors/load.h"
 
 namespace {
@@ -38,10 +39,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // 1. The input as a vector file listed correctly in a manifest.
   Write(dir + "/x.pb", bytes);
   Write(dir + "/MANIFEST.json",
-        absl::StrFormat("{\"schema\": \"kvspec.manifest.v1\", \"cases\": 0, "
+        absl::StrFormat("{\"schema\": \"kvspec.manifest.v1\", \"spec_version\": \"%s\", "
+                        "\"cases\": 0, "
                         "\"files\": [{\"path\": \"x.pb\", \"sha256\": \"%s\", "
                         "\"bytes\": \"%d\", \"cases\": 0}]}",
-                        kvspec::Sha256Hex(bytes), size));
+                        kvspec::kSpecVersion, kvspec::Sha256Hex(bytes), size));
   (void)kvspec::vectors::LoadVectorSet(dir);
   // 2. The input as the manifest itself.
   Write(dir + "/MANIFEST.json", bytes);
