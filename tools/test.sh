@@ -30,12 +30,28 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-if ! tools/setup.sh --tests; then
-  echo "tests: 0 passed, 1 failed (tools/setup.sh --tests failed)"
-  exit 1
-fi
-echo
+# Each stage's wall time, printed as it ends and in a table before the
+# closing line (tools/README.md#testsh-every-test keeps the budget).
+stage_names=()
+stage_seconds=()
+# stage NAME OUTPUT COMMAND...: runs COMMAND, its output shown and appended
+# to OUTPUT; returns its exit status.
+stage() {
+  local name="$1" output="$2"
+  shift 2
+  local start=$SECONDS
+  "$@" 2>&1 | tee -a "$output"
+  local rc=${PIPESTATUS[0]}
+  stage_names+=("$name")
+  stage_seconds+=($((SECONDS - start)))
+  echo "stage $name: $((SECONDS - start)) s"
+  echo
+  return "$rc"
+}
+all_start=$SECONDS
+
 log="$(mktemp)"
+setup_log="$(mktemp)"
 determinism="$(mktemp)"
 fuzz="$(mktemp)"
 ports="$(mktemp)"
@@ -44,36 +60,31 @@ recipes="$(mktemp)"
 search="$(mktemp)"
 kvpress="$(mktemp)"
 engines="$(mktemp)"
-trap 'rm -f "$log" "$determinism" "$fuzz" "$ports" "$old" "$recipes" "$search" "$kvpress" "$engines"' EXIT
-bazel test //... --test_summary=short "$@" 2>&1 | tee "$log"
-status=${PIPESTATUS[0]}
-echo
-tools/determinism.sh 2>&1 | tee "$determinism"
-determinism_status=${PIPESTATUS[0]}
-echo
-tools/fuzz.sh 20 2>&1 | tee "$fuzz"
-fuzz_status=${PIPESTATUS[0]}
-echo
-tools/test_ports.sh 2>&1 | tee "$ports"
-ports_status=${PIPESTATUS[0]}
-echo
-tools/search/check.sh 2>&1 | tee "$search"
-search_status=${PIPESTATUS[0]}
-echo
-tools/old_ports.sh 2>&1 | tee "$old"
-old_status=${PIPESTATUS[0]}
-echo
-tools/recipes/check.sh 2>&1 | tee "$recipes"
-recipes_status=${PIPESTATUS[0]}
-echo
-tools/kvpress_check.sh 2>&1 | tee "$kvpress"
-kvpress_status=${PIPESTATUS[0]}
-echo
+trap 'rm -f "$log" "$setup_log" "$determinism" "$fuzz" "$ports" "$old" "$recipes" "$search" "$kvpress" "$engines"' EXIT
+if ! stage setup-tests "$setup_log" tools/setup.sh --tests; then
+  echo "tests: 0 passed, 1 failed (tools/setup.sh --tests failed)"
+  exit 1
+fi
+stage bazel-test "$log" bazel test //... --test_summary=short "$@"
+status=$?
+stage determinism "$determinism" tools/determinism.sh
+determinism_status=$?
+stage fuzz "$fuzz" tools/fuzz.sh 20
+fuzz_status=$?
+stage ports "$ports" tools/test_ports.sh
+ports_status=$?
+stage search "$search" tools/search/check.sh
+search_status=$?
+stage old-ports "$old" tools/old_ports.sh
+old_status=$?
+stage recipes "$recipes" tools/recipes/check.sh
+recipes_status=$?
+stage kvpress "$kvpress" tools/kvpress_check.sh
+kvpress_status=$?
 engines_status=0
 for check in conformance/engines/*/check.sh; do
-  "$check" 2>&1 | tee -a "$engines"
-  [[ ${PIPESTATUS[0]} -eq 0 ]] || engines_status=1
-  echo
+  engine="$(basename "$(dirname "$check")")"
+  stage "engine-$engine" "$engines" "$check" || engines_status=1
 done
 extra=("$(grep '^determinism:' "$determinism" || echo 'determinism: 0 passed, 1 failed')")
 extra+=("$(grep -E '^fuzz: [0-9]+ passed, [0-9]+ failed' "$fuzz" | tail -1 || true)")
@@ -102,6 +113,14 @@ done
 # not in CI); otherwise its check says so in a "not run (...)" line.
 extra+=("$(grep -E '^llama\.cpp-adapter: ([0-9]+ passed, [0-9]+ failed|not run \()' "$engines" | tail -1 || true)")
 [[ -n "${extra[-1]}" ]] || extra[-1]='llama.cpp-adapter: 0 passed, 1 failed (no closing line)'
+echo "| stage | wall time |"
+echo "| --- | ---: |"
+for i in "${!stage_names[@]}"; do
+  printf '| %s | %d min %02d s |\n' "${stage_names[$i]}" \
+    $((stage_seconds[i] / 60)) $((stage_seconds[i] % 60))
+done
+printf '| all of tools/test.sh | %d min %02d s |\n\n' \
+  $(((SECONDS - all_start) / 60)) $(((SECONDS - all_start) % 60))
 python3 tools/test_summary.py "$log" "$(bazel info bazel-testlogs 2>/dev/null)" "${extra[@]}"
 [[ $status -eq 0 && $determinism_status -eq 0 && $fuzz_status -eq 0 \
    && $ports_status -eq 0 && $search_status -eq 0 \
