@@ -45,4 +45,6 @@ expect_failure "default: snapkv's pool_kernel decides no defaults.decides case" 
   snapkv/defaults/budget-24,snapkv/defaults/budget-512,snapkv/adakv/floor-at-default,snapkv/adakv/canonical-kv-head
 expect_failure "default: trace field heavy_count decides no trace.defaults case" \
   tova/trace/absent-fields-budget-512
+expect_failure "parameter matrix: no case gives tova the parameter 'normalize' (another policy's)" \
+  harness/foreign-parameter/tova-normalize
 exit $status

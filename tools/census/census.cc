@@ -1074,6 +1074,40 @@ bool Decides(const std::string& flag, const CaseContext& c,
 
 
 
+// spec/vectors.md#the-suite, the parameter matrix: for every policy and
+// every parameter registered only for other policies, a case giving the
+// policy that parameter alone, refused INVALID_PARAMETER at step -1.
+void CheckForeignParameters(const vectors::VectorSet& set,
+                            std::vector<std::string>& failures) {
+  std::set<std::string> names;
+  for (const PolicyInfo& info : RegisteredPolicies()) {
+    for (const ParameterInfo& p : info.parameters) names.insert(p.name);
+  }
+  for (const PolicyInfo& info : RegisteredPolicies()) {
+    for (const std::string& name : names) {
+      bool takes = false;
+      for (const ParameterInfo& own : info.parameters) takes |= own.name == name;
+      if (takes) continue;
+      bool found = false;
+      for (const vectors::LoadedCase& loaded : set.cases) {
+        const PolicyConfig config = FromProto(loaded.vector->policy());
+        const v1::EvictionLog& expected = loaded.vector->expected();
+        found = config.name == info.name && config.parameters.size() == 1 &&
+                config.parameters[0].name == name && expected.has_rejection() &&
+                expected.rejection().category() == v1::INVALID_PARAMETER &&
+                expected.rejection().step() == -1;
+        if (found) break;
+      }
+      if (!found) {
+        failures.push_back(absl::StrFormat(
+            "parameter matrix: no case gives %s the parameter '%s' (another "
+            "policy's) and expects INVALID_PARAMETER at step -1",
+            info.name, name));
+      }
+    }
+  }
+}
+
 // spec/vectors.md#bounds: every parameter at its lowest and highest valid
 // value accepted, and one past each refused, by some case; a refusal counts
 // when the same configuration at the bound itself is accepted.
@@ -1662,6 +1696,7 @@ CensusResult RunCensus(const vectors::VectorSet& set) {
     }
   }
   CheckBounds(set, result.failures);
+  CheckForeignParameters(set, result.failures);
   CheckDefaults(set, result.failures);
   CheckFeatures(set, result.failures);
   CheckIdenticalLogs(set, result.failures);

@@ -1,10 +1,12 @@
 #include "tools/vectors/cases.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <limits>
 #include <optional>
 
+#include "absl/strings/str_format.h"
 #include "cc/presets.h"
 #include "cc/registry.h"
 #include "cc/rng.h"
@@ -1523,6 +1525,14 @@ void AddPrefillScenarios(SuiteBuilder& b) {
   b.Add(WithHeads(Explicit("prefill-refusal-rows-not-per-head",
                            {QueryRows(2, {{0.5f}, {0.5f, 0.5f}, {0.5f}})}),
                   2, 1));
+  // The query rows' checks where only a later head is bad (issue 33: a
+  // port that checks head 0 alone): two query heads, head 0's rows right.
+  b.Add(WithHeads(Explicit("prefill-refusal-noncausal-in-head-1",
+                           {QueryRows(2, {{0.5f}, {0.5f, 0.5f}, {0.5f}, {0.25f, 0.5f, 0.25f}})}),
+                  2, 1));
+  b.Add(WithHeads(Explicit("prefill-refusal-minus-zero-in-head-1",
+                           {QueryRows(2, {{0.5f}, {0.5f, 0.5f}, {0.5f}, {0.5f, -0.0f}})}),
+                  2, 1));
 }
 
 // A preset's configuration with `extra` parameters (spec/prefill.md#presets).
@@ -1836,6 +1846,14 @@ void AddPrefillCases(SuiteBuilder& b) {
          "a query row holds -0.0", h2o, "prefill-refusal-minus-zero");
   b.Case("prefill/refusal/rows-not-per-head", {"refusal.attention-length"},
          "3 query rows for 2 heads", h2o, "prefill-refusal-rows-not-per-head");
+  b.Case("prefill/refusal/noncausal-row-in-head-1", {"refusal.attention-length"},
+         "two heads, head 0's rows right; head 1's row of query 1 has 3 "
+         "weights: ATTENTION_LENGTH at step 0",
+         h2o, "prefill-refusal-noncausal-in-head-1");
+  b.Case("prefill/refusal/minus-zero-in-head-1", {"refusal.attention-value"},
+         "two heads, head 0's rows right; head 1's query row holds -0.0: "
+         "ATTENTION_VALUE at step 0",
+         h2o, "prefill-refusal-minus-zero-in-head-1");
   b.Case("prefill/order/both-rows-before-weights",
          {"refusal.attention-length", "order.query-shape-before-weights"},
          "a NaN in the step's row and query rows beside it: the shape "
@@ -1966,6 +1984,14 @@ void AddTotalsScenarios(SuiteBuilder& b) {
                  {with({{std::numeric_limits<double>::infinity(), 1.0, 0.625}}, 3)}));
   b.Add(Explicit("totals-refusal-minus-zero", {with({{0.875, 1.0, -0.0}}, 3)}));
   b.Add(Explicit("totals-refusal-negative", {with({{0.875, -1.0, 0.625}}, 3)}));
+  // The same checks where only a later head is bad (issue 33: a port that
+  // checks head 0 alone): two query heads, head 0's totals right.
+  ScenarioStep two_heads = QueryRows(3, {{0.125f, 0.25f, 0.625f}, {0.25f, 0.25f, 0.5f}});
+  two_heads.total_rows = 3;
+  two_heads.totals = {ok, {0.875, 1.0}};
+  b.Add(WithHeads(Explicit("totals-refusal-short-in-head-1", {two_heads}), 2, 1));
+  two_heads.totals = {ok, {0.875, std::numeric_limits<double>::quiet_NaN(), 0.625}};
+  b.Add(WithHeads(Explicit("totals-refusal-nan-in-head-1", {two_heads}), 2, 1));
   // Orders: short totals beside a NaN query weight; a NaN total beside a
   // short query row (both ATTENTION_LENGTH: shapes before values).
   ScenarioStep nan_row = QueryRows(3, {{0.125f, kNan, 0.625f}});
@@ -2085,6 +2111,14 @@ void AddTotalsCases(SuiteBuilder& b) {
     b.Case(std::string("prefill/refusal/totals-") + r.id, {r.flag},
            r.description, h2o, r.scenario);
   }
+  b.Case("prefill/refusal/totals-short-in-head-1", {"refusal.attention-length"},
+         "two heads, head 0's totals right; head 1's are 2 for positions "
+         "0..2: ATTENTION_LENGTH at step 0",
+         h2o, "totals-refusal-short-in-head-1");
+  b.Case("prefill/refusal/totals-nan-in-head-1", {"refusal.attention-value"},
+         "two heads, head 0's totals right; head 1 has a NaN total: "
+         "ATTENTION_VALUE at step 0",
+         h2o, "totals-refusal-nan-in-head-1");
   b.Case("prefill/order/totals-shape-before-query-weights",
          {"refusal.attention-length"},
          "short totals beside a NaN query weight: the totals' shape "
@@ -2698,6 +2732,42 @@ void AddContextShiftCases(SuiteBuilder& b) {
 
 }  // namespace
 
+// spec/vectors.md#the-suite, the parameter matrix: for every policy and
+// every parameter registered for some other policy but not for it, a case
+// that gives it that parameter (at its default where it is taken, a valid
+// value there) and expects INVALID_PARAMETER at step -1
+// (harness.md#configuration: unknown names are refused first). A port that
+// accepts another policy's parameter, or refuses it only for some
+// policies, fails one of them. The census checks the matrix is complete.
+void AddForeignParameterCases(SuiteBuilder& b) {
+  std::vector<const ParameterInfo*> all;
+  std::vector<std::string> seen;
+  for (const PolicyInfo& info : RegisteredPolicies()) {
+    for (const ParameterInfo& p : info.parameters) {
+      if (std::find(seen.begin(), seen.end(), p.name) != seen.end()) continue;
+      seen.push_back(p.name);
+      all.push_back(&p);
+    }
+  }
+  for (const PolicyInfo& info : RegisteredPolicies()) {
+    for (const ParameterInfo* p : all) {
+      bool takes = false;
+      for (const ParameterInfo& own : info.parameters) takes |= own.name == p->name;
+      if (takes) continue;
+      std::string name = p->name;
+      std::replace(name.begin(), name.end(), '_', '-');
+      const int64_t value = p->default_value.value_or(p->min);
+      b.Case(absl::StrFormat("harness/foreign-parameter/%s-%s", info.name, name),
+             {"refusal.invalid-parameter"},
+             absl::StrFormat("%s takes no parameter '%s' (another policy's, "
+                             "given at its default %d): INVALID_PARAMETER at "
+                             "step -1",
+                             info.name, p->name, value),
+             P(info.name.c_str(), {{p->name, value}}), "one-step");
+    }
+  }
+}
+
 TraceConfig CanonicalTrace(uint32_t steps) {
   TraceConfig config;
   config.steps = steps;
@@ -2720,6 +2790,7 @@ Suite BuildSuite() {
   AddSearchCases(builder);
   AddSpanCases(builder);
   AddContextShiftCases(builder);
+  AddForeignParameterCases(builder);
   return builder.Build();
 }
 
