@@ -3,8 +3,8 @@
 //
 // A bad configuration is refused, never half-built: UNKNOWN_POLICY for a name
 // the registry does not have; INVALID_PARAMETER for a parameter that is
-// unknown, repeated, missing, out of range or breaks a rule relating it to
-// another, with a message naming the parameter, the value and the rule
+// unknown, repeated, out of range or breaks a rule relating it to another
+// (every registered parameter has a default, so none can be missing), with a message naming the parameter, the value and the rule
 // ("window: budget must be at least 1, got 0").
 //
 // Example:
