@@ -30,7 +30,7 @@ sources=(
   cc/policies/h2o.cc cc/policies/tova.cc cc/policies/snapkv.cc
   cc/policies/random.cc
   tools/vectors/flags.cc tools/vectors/features.cc tools/vectors/bounds.cc tools/vectors/cases.cc tools/vectors/generate.cc
-  tools/vectors/markdown_block.cc tools/regen_vectors.cc
+  tools/vectors/markdown_block.cc tools/regen_vectors.cc tools/files/files.cc
   "$work/spec/kvspec.pb.cc"
 )
 libs="$(pkg-config --libs absl_statusor absl_str_format absl_flags_parse absl_strings) -lprotobuf -pthread"
