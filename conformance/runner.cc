@@ -528,6 +528,38 @@ class Session {
 
 }  // namespace
 
+
+std::set<std::string> PortFeatures(const v1::HelloReply& hello) {
+  if (hello.features().empty()) return vectors::FeaturesOfVersion(hello.spec_version());
+  return std::set<std::string>(hello.features().begin(), hello.features().end());
+}
+
+std::string NotRunReason(const v1::HelloReply& hello,
+                         const std::set<std::string>& port_features,
+                         const std::string& policy,
+                         const std::vector<std::string>& features,
+                         const std::string& since) {
+  const auto& supported = hello.policies();
+  if (std::find(supported.begin(), supported.end(), policy) == supported.end() &&
+      IsRegistered(policy)) {
+    return "needs policy " + policy + ", which the port's hello does not list";
+  }
+  std::vector<std::string> missing;
+  for (const std::string& feature : features) {
+    if (port_features.count(feature) == 0) missing.push_back(feature);
+  }
+  if (!missing.empty()) {
+    return absl::StrFormat("needs %s %s, which the port does not implement",
+                           missing.size() == 1 ? "feature" : "features",
+                           absl::StrJoin(missing, ", "));
+  }
+  if (vectors::CompareVersions(since, hello.spec_version()) > 0) {
+    return absl::StrFormat("its outcome was set in spec %s; the port follows spec %s",
+                           since, hello.spec_version());
+  }
+  return "";
+}
+
 absl::StatusOr<RunReport> RunConformance(const vectors::VectorSet& set,
                                          const RunnerOptions& options) {
   RunReport report;
@@ -584,12 +616,11 @@ absl::StatusOr<RunReport> RunConformance(const vectors::VectorSet& set,
         "MAJOR.MINOR.PATCH (spec/README.md#versioning); nothing was run",
         options.port_command, port_version));
   }
+  report.port_features = PortFeatures(report.hello);
   if (report.hello.features().empty()) {
-    report.port_features = vectors::FeaturesOfVersion(port_version);
     report.features_source = "none declared: those of spec " + port_version;
   } else {
     for (const std::string& name : report.hello.features()) {
-      report.port_features.insert(name);
       if (vectors::FindFeature(name) == nullptr) report.unknown_features.push_back(name);
     }
     report.features_source = "declared by the port";
@@ -611,12 +642,10 @@ absl::StatusOr<RunReport> RunConformance(const vectors::VectorSet& set,
     case_report.description = loaded.vector->description();
     case_report.flags.assign(loaded.vector->flags().begin(), loaded.vector->flags().end());
     case_report.configuration = ConfigurationText(loaded.vector->policy());
-    std::vector<std::string> missing;
-    for (const std::string& feature : case_report.features) {
-      if (report.port_features.count(feature) == 0) missing.push_back(feature);
-    }
+    const std::string not_run =
+        NotRunReason(report.hello, report.port_features, case_report.policy,
+                     case_report.features, case_report.since);
     const auto start = std::chrono::steady_clock::now();
-    const auto& supported = report.hello.policies();
     if (abandoned) {
       case_report.outcome = Outcome::kNotReached;
       case_report.detail = abandoned_because;
@@ -624,22 +653,9 @@ absl::StatusOr<RunReport> RunConformance(const vectors::VectorSet& set,
       case_report.outcome = Outcome::kNotReached;
       case_report.detail = absl::StrFormat(
           "stopped after %d failures (--stop_after_failures)", failures);
-    } else if (std::find(supported.begin(), supported.end(), case_report.policy) ==
-                   supported.end() &&
-               IsRegistered(case_report.policy)) {
+    } else if (!not_run.empty()) {
       case_report.outcome = Outcome::kNotRun;
-      case_report.detail = "needs policy " + case_report.policy +
-                           ", which the port's hello does not list";
-    } else if (!missing.empty()) {
-      case_report.outcome = Outcome::kNotRun;
-      case_report.detail = absl::StrFormat(
-          "needs %s %s, which the port does not implement",
-          missing.size() == 1 ? "feature" : "features", absl::StrJoin(missing, ", "));
-    } else if (vectors::CompareVersions(case_report.since, port_version) > 0) {
-      case_report.outcome = Outcome::kNotRun;
-      case_report.detail = absl::StrFormat(
-          "its outcome was set in spec %s; the port follows spec %s",
-          case_report.since, port_version);
+      case_report.detail = not_run;
     } else if (session.RunCase(loaded, case_report)) {
       ++failures_in_a_row;
       if (failures_in_a_row >= options.max_restarts) {

@@ -155,6 +155,20 @@ Outcome CompareLogs(const kvspec::v1::EvictionLog& expected,
 // `text` quoted for /bin/sh: in single quotes, each ' written as '\''.
 std::string ShellQuote(const std::string& text);
 
+// spec/protocol.md#features: the features a port implements, its hello's
+// list, or those of its spec version when the list is empty.
+std::set<std::string> PortFeatures(const v1::HelloReply& hello);
+
+// Why a case is not run against a port (its policy not in the hello, a
+// feature the port does not implement, an outcome set in a later spec than
+// the port's), or "" when it is run. The runner's rule; the search
+// generates only cases for which it is "".
+std::string NotRunReason(const v1::HelloReply& hello,
+                         const std::set<std::string>& port_features,
+                         const std::string& policy,
+                         const std::vector<std::string>& features,
+                         const std::string& since);
+
 // Runs the selected cases. Refuses (FailedPrecondition) a port that cannot
 // be started, fails the handshake, or speaks another protocol version:
 // nothing is run then.

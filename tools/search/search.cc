@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,13 +35,15 @@
 #include "absl/strings/str_split.h"
 #include "conformance/runner.h"
 #include "tools/search/generator.h"
+#include "cc/proto_convert.h"
+#include "tools/vectors/features.h"
 #include "tools/vectors/generate.h"
 #include "tools/vectors/load.h"
 
 ABSL_FLAG(uint64_t, seed, 1, "Seed of the search: case I of seed S is the same everywhere.");
 ABSL_FLAG(int64_t, cases, -1,
-          "Budget: stop after this many cases (0: no limit). Default: 1000, or "
-          "no limit when --seconds is given.");
+          "Budget: stop after running this many cases through the port (0: no "
+          "limit). Default: 1000, or no limit when --seconds is given.");
 ABSL_FLAG(double, seconds, 0, "Budget: stop starting batches after this many seconds (0: no limit).");
 ABSL_FLAG(std::string, port, "", "The port's command line, as the runner's --port.");
 ABSL_FLAG(std::string, write_corpus, "",
@@ -174,6 +177,17 @@ class Search {
   conformance::v1::HelloReply hello_;
 };
 
+// Why the port would not run a generated case (conformance::NotRunReason,
+// the runner's rule), or "" when it would.
+std::string NotRunReason(const conformance::v1::HelloReply& hello,
+                         const std::set<std::string>& port_features, const SearchCase& c) {
+  const v1::PolicyConfig policy = ToProto(c.policy);
+  const v1::Scenario scenario = ToProto(c.scenario);
+  return conformance::NotRunReason(hello, port_features, c.policy.name,
+                                   vectors::CaseFeatures(policy, scenario),
+                                   vectors::CaseSince(policy, scenario, {}));
+}
+
 std::vector<Named> Generate(uint64_t seed, int64_t first, int64_t count) {
   std::vector<Named> cases;
   for (int64_t i = first; i < first + count; ++i) {
@@ -263,14 +277,63 @@ int Main() {
   Search search(port, work);
   const Clock::time_point start = Clock::now();
   double port_seconds = 0;
-  int64_t done = 0, agreed = 0, disagreed = 0, not_run = 0, skipped = 0;
+  // done: cases sent to the port; next: the next case index generated;
+  // left_out: generated cases the port's hello does not cover, never sent.
+  int64_t done = 0, next = first, left_out = 0;
+  int64_t agreed = 0, disagreed = 0, not_run = 0, skipped = 0;
+  std::map<std::string, int64_t> left_out_reasons;
+  std::set<std::string> port_features;
   std::vector<std::pair<Named, conformance::CaseReport>> found;
   const int64_t max_found = absl::GetFlag(FLAGS_max_disagreements);
   const int64_t batch_size = absl::GetFlag(FLAGS_batch);
+  // Consecutive generated cases the port's hello does not cover after which
+  // the search gives up: the generator makes almost nothing this port runs.
+  constexpr int64_t kMaxLeftOutInARow = 100000;
   while ((budget == 0 || done < budget) && (seconds == 0 || Since(start) < seconds) &&
          (max_found == 0 || static_cast<int64_t>(found.size()) < max_found)) {
-    const int64_t n = budget == 0 ? batch_size : std::min(batch_size, budget - done);
-    const std::vector<Named> cases = Generate(seed, first + done, n);
+    const int64_t want = budget == 0 ? batch_size : std::min(batch_size, budget - done);
+    // The first batch is one case: its run brings the port's hello, and the
+    // cases after it are generated for what the hello says the port runs.
+    const bool know_hello = !search.hello().spec_version().empty();
+    const int64_t n = know_hello ? want : 1;
+    std::vector<Named> cases;
+    int64_t in_a_row = 0;
+    while (static_cast<int64_t>(cases.size()) < n) {
+      if (only >= 0 && next > first) break;
+      Named named{absl::StrCat("search/s", seed, "/c", next), GenerateCase(seed, next)};
+      ++next;
+      const std::string reason =
+          know_hello ? NotRunReason(search.hello(), port_features, named.c) : "";
+      if (reason.empty()) {
+        cases.push_back(std::move(named));
+        in_a_row = 0;
+        continue;
+      }
+      ++left_out;
+      // Counted by each thing missing (a case may lack several).
+      if (absl::StartsWith(reason, "needs feature")) {
+        absl::string_view list = reason;
+        list = list.substr(list.find(' ', absl::string_view("needs feature").size()) + 1);
+        list = list.substr(0, list.find(", which"));
+        for (absl::string_view feature : absl::StrSplit(list, ", ")) {
+          ++left_out_reasons[absl::StrCat("need feature ", feature)];
+        }
+      } else if (absl::StartsWith(reason, "needs policy")) {
+        ++left_out_reasons[std::string(reason.substr(1, reason.find(", which") - 1))];
+      } else {
+        ++left_out_reasons["were set in a later spec version than the port's"];
+      }
+      if (++in_a_row >= kMaxLeftOutInARow) break;
+    }
+    if (cases.empty()) {
+      if (in_a_row >= kMaxLeftOutInARow) {
+        std::fprintf(stderr,
+                     "search: %lld generated cases in a row need what the port's hello "
+                     "does not declare (policies, features or spec version); stopped\n",
+                     static_cast<long long>(in_a_row));
+      }
+      break;
+    }
     const Clock::time_point t = Clock::now();
     absl::StatusOr<std::map<std::string, conformance::CaseReport>> reports = search.Run(cases);
     port_seconds += Since(t);
@@ -291,16 +354,25 @@ int Main() {
         found.push_back({c, it->second});
       }
     }
-    done += n;
+    done += static_cast<int64_t>(cases.size());
+    if (!know_hello) port_features = conformance::PortFeatures(search.hello());
   }
   const double search_seconds = Since(start);
   std::printf("search: port %s %s (spec %s); seed %llu, cases %lld..%lld\n",
               search.hello().port_name().c_str(), search.hello().port_version().c_str(),
               search.hello().spec_version().c_str(), static_cast<unsigned long long>(seed),
-              static_cast<long long>(first), static_cast<long long>(first + done - 1));
+              static_cast<long long>(first), static_cast<long long>(next - 1));
   std::printf("search: %lld cases in %.1f s (%.0f cases/s; %.1f s in port runs)\n",
               static_cast<long long>(done), search_seconds,
               search_seconds > 0 ? done / search_seconds : 0.0, port_seconds);
+  if (left_out > 0) {
+    std::printf("search: %lld generated cases left out, never sent: the port's hello "
+                "does not cover them\n",
+                static_cast<long long>(left_out));
+    for (const auto& [reason, count] : left_out_reasons) {
+      std::printf("search:   %lld %s\n", static_cast<long long>(count), reason.c_str());
+    }
+  }
 
   const std::string out = absl::GetFlag(FLAGS_out);
   int index = 0;
