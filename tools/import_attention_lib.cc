@@ -2034,27 +2034,7 @@ ImportSize MeasurePlan(const Layout& layout, const Plan& plan) {
   return size;
 }
 
-// MemAvailable from /proc/meminfo, in bytes, or nullopt.
-std::optional<uint64_t> MemAvailable() {
-  std::ifstream in("/proc/meminfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!absl::StartsWith(line, "MemAvailable:")) continue;
-    std::vector<absl::string_view> parts =
-        absl::StrSplit(line, ' ', absl::SkipEmpty());
-    uint64_t kib = 0;
-    if (parts.size() >= 2 && absl::SimpleAtoi(parts[1], &kib)) {
-      return kib * 1024;
-    }
-  }
-  return std::nullopt;
-}
-
-// "1148846080 bytes (1.07 GiB)".
-std::string BytesText(uint64_t bytes) {
-  return absl::StrFormat("%d bytes (%.2f GiB)", bytes,
-                         static_cast<double>(bytes) / (1 << 30));
-}
+using files::BytesText;
 
 // Refuses a scenario over kMaxScenarioBytes, or an import over the memory
 // available, before anything is allocated for it.
@@ -2106,9 +2086,12 @@ absl::Status CheckLimits(const Layout& layout, const Plan& plan,
         BytesText(size.scenario_bytes), what, BytesText(kMaxScenarioBytes),
         ways));
   }
+  const std::optional<files::Memory> measured =
+      options.memory_available.has_value() ? std::nullopt : files::MemoryAvailable();
   const std::optional<uint64_t> available =
-      options.memory_available.has_value() ? options.memory_available
-                                           : MemAvailable();
+      options.memory_available.has_value()
+          ? options.memory_available
+          : (measured.has_value() ? std::optional<uint64_t>(measured->bytes) : std::nullopt);
   const uint64_t need = Saturate(absl::uint128(size.input_bytes) +
                                  size.message_bytes);
   if (available.has_value() && need > *available) {
@@ -2120,8 +2103,8 @@ absl::Status CheckLimits(const Layout& layout, const Plan& plan,
         BytesText(need), BytesText(size.input_bytes),
         BytesText(size.message_bytes), size.weights, size.rows,
         BytesText(*available),
-        options.memory_available.has_value() ? "the memory limit given"
-                                             : "MemAvailable, /proc/meminfo",
+        options.memory_available.has_value() ? std::string("the memory limit given")
+                                             : measured->source,
         layout.kind == Kind::kWindow || layout.kind == Kind::kChunks
             ? ", fewer window rows (--window_rows) or decode steps (--decode)"
             : ""));

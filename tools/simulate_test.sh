@@ -484,6 +484,16 @@ PY
 status=$?
 [[ $status -eq 2 ]] && grep -qF -- "--scenario: '$TMP/empty.pb' is empty (0 bytes)" "$TMP/empty.out" \
   || fail "a 0-byte --scenario: exit $status: $(cat "$TMP/empty.out")"
+# A step admitting 2^32 - 1 positions (steps { admit: 4294967295 }, bytes
+# written by hand: field 2, length 6, field 1 varint) is refused before
+# anything is allocated, naming the step and its admit
+# (spec/harness.md#resources), under a 2 GiB address-space limit so that
+# an allocation would fail rather than take the machine's memory.
+printf '\x12\x06\x08\xff\xff\xff\xff\x0f' >"$TMP/huge.pb"
+(ulimit -v 2097152; "$SIMULATE" --scenario="$TMP/huge.pb" --policy=window >"$TMP/huge.out" 2>&1)
+status=$?
+[[ $status -eq 2 ]] && grep -qF -- "--scenario: step 0 admits 4294967295 positions: holding them needs about" "$TMP/huge.out" \
+  || fail "admit 4294967295: exit $status: $(cat "$TMP/huge.out")"
 mkfifo "$TMP/fifo.pb"
 timeout 10 "$SIMULATE" --scenario="$TMP/fifo.pb" --policy=window >"$TMP/fifo.out" 2>&1
 status=$?

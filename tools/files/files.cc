@@ -177,5 +177,66 @@ absl::StatusOr<std::string> ReadInputFile(const std::string& flag,
   return content;
 }
 
+namespace {
+
+// The first number in `path` (a /proc or /sys file), or nullopt: absent,
+// unreadable, or not a number ("max" in cgroup v2 means no limit).
+std::optional<uint64_t> NumberIn(const char* path) {
+  FILE* file = std::fopen(path, "r");
+  if (file == nullptr) return std::nullopt;
+  unsigned long long value = 0;
+  const int read = std::fscanf(file, "%llu", &value);
+  std::fclose(file);
+  if (read != 1) return std::nullopt;
+  return static_cast<uint64_t>(value);
+}
+
+std::optional<uint64_t> MemAvailableBytes() {
+  FILE* file = std::fopen("/proc/meminfo", "r");
+  if (file == nullptr) return std::nullopt;
+  char line[256];
+  std::optional<uint64_t> bytes;
+  while (std::fgets(line, sizeof(line), file) != nullptr) {
+    unsigned long long kib = 0;
+    if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) {
+      bytes = static_cast<uint64_t>(kib) * 1024;
+      break;
+    }
+  }
+  std::fclose(file);
+  return bytes;
+}
+
+}  // namespace
+
+std::optional<Memory> MemoryAvailable() {
+  std::optional<Memory> best;
+  auto offer = [&best](std::optional<uint64_t> bytes, const char* source) {
+    if (!bytes.has_value()) return;
+    if (!best.has_value() || *bytes < best->bytes) best = Memory{*bytes, source};
+  };
+  offer(MemAvailableBytes(), "MemAvailable, /proc/meminfo");
+  const struct {
+    const char *limit, *usage, *source;
+  } cgroups[] = {
+      {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current",
+       "the memory cgroup's limit, /sys/fs/cgroup/memory.max"},
+      {"/sys/fs/cgroup/memory/memory.limit_in_bytes",
+       "/sys/fs/cgroup/memory/memory.usage_in_bytes",
+       "the memory cgroup's limit, /sys/fs/cgroup/memory/memory.limit_in_bytes"}};
+  for (const auto& cgroup : cgroups) {
+    const std::optional<uint64_t> limit = NumberIn(cgroup.limit);
+    const std::optional<uint64_t> usage = NumberIn(cgroup.usage);
+    if (!limit.has_value() || !usage.has_value()) continue;
+    offer(*limit > *usage ? *limit - *usage : 0, cgroup.source);
+  }
+  return best;
+}
+
+std::string BytesText(uint64_t bytes) {
+  return absl::StrFormat("%d bytes (%.2f GiB)", bytes,
+                         static_cast<double>(bytes) / (1 << 30));
+}
+
 }  // namespace files
 }  // namespace kvspec

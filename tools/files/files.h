@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,21 @@ absl::Status CheckInputFile(const std::string& flag, const std::string& path,
 absl::StatusOr<std::string> ReadInputFile(const std::string& flag,
                                           const std::string& path,
                                           uint64_t max_bytes = UINT64_MAX);
+
+// The memory a tool may still allocate, in bytes, and where the figure
+// comes from: the least of MemAvailable (/proc/meminfo) and what the
+// process's memory cgroup leaves below its limit (v2 memory.max minus
+// memory.current, or v1 memory.limit_in_bytes minus memory.usage_in_bytes,
+// as mounted under /sys/fs/cgroup), so that a tool refuses a run before the
+// OOM killer ends it. nullopt when none of them can be read.
+struct Memory {
+  uint64_t bytes = 0;
+  std::string source;
+};
+std::optional<Memory> MemoryAvailable();
+
+// "1148846080 bytes (1.07 GiB)".
+std::string BytesText(uint64_t bytes);
 
 }  // namespace files
 }  // namespace kvspec
