@@ -35,14 +35,16 @@ venv="$repo/conformance/ports/python/.venv"
   || { echo "old-ports: 0 passed, 1 failed (no $venv: run tools/setup.sh)"; exit 1; }
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-passed=0; failed=0
-for entry in "${VERSIONS[@]}"; do
-  read -r version commit <<<"$entry"
-  dir="$work/$version"
+# One version: its report line(s) into $work/$version.out, and "pass" or
+# "fail" into $work/$version.verdict. Two versions run at a time (each run
+# is the runner and one Python process taking turns: about one core).
+run_version() {  # version commit
+  local version="$1" commit="$2" dir="$work/$1" out code line declared
+  exec >"$work/$version.out" 2>&1
   mkdir -p "$dir"
   if ! git archive "$commit" conformance/ports/python 2>/dev/null | tar -x -C "$dir"; then
     echo "old-port-$version: commit $commit is not in this clone's history"
-    failed=$((failed + 1)); continue
+    echo fail >"$work/$version.verdict"; return
   fi
   ln -s "$venv" "$dir/conformance/ports/python/.venv"
   out="$("$runner" --vectors=vectors --port="$dir/conformance/ports/python/port.sh" 2>&1)"
@@ -51,13 +53,31 @@ for entry in "${VERSIONS[@]}"; do
   declared="$(grep -m1 '^port:' <<<"$out")"
   if [[ $code -eq 0 ]] && grep -qE '^[0-9]+ passed, 0 failed, 0 skipped, [0-9]+ not run$' <<<"$line"; then
     echo "old-port-$version: $line ($declared)"
-    passed=$((passed + 1))
+    echo pass >"$work/$version.verdict"
   else
     echo "old-port-$version: FAILED, runner exit $code: $line ($declared)"
     grep -E '^FAIL' <<<"$out" | head -10
-    failed=$((failed + 1))
+    echo fail >"$work/$version.verdict"
   fi
   grep -E '^not run:' <<<"$out" | sed 's/^/  /'
+}
+jobs_at_once=$(nproc)
+for entry in "${VERSIONS[@]}"; do
+  read -r version commit <<<"$entry"
+  while [[ $(jobs -rp | wc -l) -ge $jobs_at_once ]]; do wait -n; done
+  run_version "$version" "$commit" &
+done
+wait
+passed=0; failed=0
+for entry in "${VERSIONS[@]}"; do
+  read -r version _ <<<"$entry"
+  cat "$work/$version.out" 2>/dev/null
+  if [[ "$(cat "$work/$version.verdict" 2>/dev/null)" == pass ]]; then
+    passed=$((passed + 1))
+  else
+    [[ -f "$work/$version.verdict" ]] || echo "old-port-$version: FAILED, no verdict (the run died)"
+    failed=$((failed + 1))
+  fi
 done
 echo "old-ports: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]
