@@ -54,6 +54,36 @@ class ReportError(Exception):
     pass
 
 
+def write_whole(path, text):
+    """Writes `text` to `path` whole or not at all, as tools/files/files.h
+    does: only over a regular file or a new path (a symlink, FIFO, device
+    or directory there is refused, never replaced), through a temporary
+    file beside it, synced, then renamed over it."""
+    import stat
+    import tempfile
+    try:
+        mode = os.lstat(path).st_mode
+        if not stat.S_ISREG(mode):
+            raise ReportError(f"{path} exists and is not a regular file: "
+                              f"refusing to replace it")
+    except FileNotFoundError:
+        pass
+    directory = os.path.dirname(path) or "."
+    fd, temporary = tempfile.mkstemp(dir=directory, prefix=os.path.basename(path) + ".tmp-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    except OSError as error:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise ReportError(f"cannot write {path}: {error.strerror}") from None
+
+
 def run(command, what, cwd=None):
     done = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
     if done.returncode != 0:
@@ -123,8 +153,7 @@ def svg(results, layers, policies, path):
             parts.append(f'<polyline points="{coords}" fill="none" stroke="{color}" stroke-width="2"/>')
             parts.append(f'<text x="{x0 + pad + 6}" y="{pad + 6 + 13 * j}" fill="{color}">{policy}</text>')
     parts.append("</svg>")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("\n".join(parts) + "\n")
+    write_whole(path, "\n".join(parts) + "\n")
 
 
 def main():
@@ -177,7 +206,13 @@ def report(args):
                           "sums from eager attention weights: give "
                           "--attention eager (or leave h2o out of "
                           "--policies)")
-    os.makedirs(args.out, exist_ok=True)
+    if os.path.lexists(args.out) and not os.path.isdir(args.out):
+        raise ReportError(f"--out={args.out} exists and is not a folder")
+    try:
+        os.makedirs(args.out, exist_ok=True)
+    except OSError as error:
+        raise ReportError(f"--out={args.out}: cannot create it: "
+                          f"{error.strerror}") from None
     if args.import_attention and args.simulate:
         importer, simulate = args.import_attention, args.simulate
     else:
@@ -241,12 +276,12 @@ def report(args):
                         "worst": float(np.min(per_head)),
                         "worst_head": int(np.argmin(per_head)),
                     })
-    with open(os.path.join(args.out, "report.json"), "w", encoding="utf-8") as g:
-        json.dump({"model": os.path.abspath(args.model), "tokens": length,
-                   "prefill": first_decode, "decode": args.decode,
-                   "window": (first_decode if args.window == 0 else args.window),
-                   "attention": args.attention, "totals": totals,
-                   "results": results}, g, indent=1)
+    write_whole(os.path.join(args.out, "report.json"), json.dumps(
+        {"model": os.path.abspath(args.model), "tokens": length,
+         "prefill": first_decode, "decode": args.decode,
+         "window": (first_decode if args.window == 0 else args.window),
+         "attention": args.attention, "totals": totals,
+         "results": results}, indent=1))
     lines = [f"Prompt of {length} tokens: a prefill of {first_decode} with "
              f"{'every query' if args.window == 0 else f'the last {args.window} queries'}' rows"
              f"{f' (h2o: the column totals of all {first_decode} queries)' if totals else ''}, "
@@ -261,8 +296,7 @@ def report(args):
                      f"{'/'.join(map(str, kept))} of {first_decode} | "
                      f"{r['mean']:.4f} | {r['worst']:.4f} (head {r['worst_head']}) |")
     text = "\n".join(lines) + "\n"
-    with open(os.path.join(args.out, "report.md"), "w", encoding="utf-8") as g:
-        g.write(text)
+    write_whole(os.path.join(args.out, "report.md"), text)
     svg(results, layers, policies, os.path.join(args.out, "retained.svg"))
     print(text)
     print(f"wrote {args.out}/report.md, report.json, retained.svg")

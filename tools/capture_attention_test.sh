@@ -570,6 +570,26 @@ assert open(f"{out}/report.md").read().count("\n| ") == 2 + 24  # header, rule, 
 ET.parse(f"{out}/retained.svg")
 print("attention_report: 24 rows, kept counts as kvpress computes them")
 PYEOF
+# Its files are written whole, never over a FIFO, a symlink or a device
+# (issue 33): write_whole refuses them and leaves no temporary file.
+mkfifo "$TMP/wfifo"; ln -s "$TMP/ids.txt" "$TMP/wlink"
+"$PYTHON" - "$REPORT" "$TMP" <<'PYEOF' || fail "attention_report's write_whole"
+import importlib.util, os, sys
+spec = importlib.util.spec_from_file_location("attention_report", sys.argv[1])
+report = importlib.util.module_from_spec(spec); spec.loader.exec_module(report)
+tmp = sys.argv[2]
+for path in (f"{tmp}/wfifo", f"{tmp}/wlink", "/dev/null", tmp):
+    try:
+        report.write_whole(path, "x")
+        raise SystemExit(f"write_whole replaced {path}")
+    except report.ReportError as error:
+        assert "not a regular file" in str(error), error
+assert os.path.islink(f"{tmp}/wlink") and open(f"{tmp}/ids.txt").read() != "x"
+report.write_whole(f"{tmp}/whole.txt", "whole\n")
+assert open(f"{tmp}/whole.txt").read() == "whole\n"
+assert not [n for n in os.listdir(tmp) if ".tmp-" in n], os.listdir(tmp)
+print("attention_report: write_whole refuses a FIFO, a symlink, a device and a folder")
+PYEOF
 # h2o beside a window of 40 rows: the report captures the column totals of
 # the 568 prefill queries (--totals --totals_decode 32), checked below
 # against transformers' rows and against the whole causal matrix; under
