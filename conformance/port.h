@@ -33,8 +33,13 @@ class PortProcess {
     kTimeout,   // nothing complete before the deadline
     kTooLarge,  // a frame declared more than the cap
   };
-  // Waits up to `timeout_seconds` for one frame, draining stderr meanwhile.
+  // Waits for one frame, draining stderr meanwhile: up to `timeout_seconds`
+  // of wall time, and beyond it while the port keeps computing and has used
+  // less than `timeout_seconds` of CPU time (its process group's), up to 10
+  // times `timeout_seconds` (spec/protocol.md#outcomes). After kTimeout,
+  // timeout_detail() says which limit ended the wait.
   Received Receive(double timeout_seconds, std::string& frame);
+  const std::string& timeout_detail() const { return timeout_detail_; }
 
   enum class Sent {
     kSent,
@@ -75,6 +80,7 @@ class PortProcess {
   int stdin_, stdout_, stderr_;
   FrameDecoder decoder_;
   std::string stderr_tail_;
+  std::string timeout_detail_;
   bool reaped_ = false;
   bool group_killed_ = false;
   int wait_status_ = 0;

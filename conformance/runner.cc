@@ -450,7 +450,7 @@ class Session {
                       "the port exited or closed stdout before replying");
       case PortProcess::Received::kTimeout:
         return Broken(report, Outcome::kTimeout,
-                      absl::StrFormat("no reply within %g s", options_.timeout_seconds));
+                      port_->timeout_detail());
       case PortProcess::Received::kTooLarge:
         return Broken(report, Outcome::kProtocolError,
                       absl::StrFormat("a frame declared %d bytes, over the cap of %d "

@@ -10,7 +10,12 @@
 
 #include <signal.h>
 
+#include <pthread.h>
+#include <sched.h>
+
+#include <atomic>
 #include <chrono>
+#include <thread>
 #include <fstream>
 #include <sstream>
 
@@ -101,7 +106,49 @@ TEST(Runner, AHangIsATimeout) {
   options.timeout_seconds = 2.0;
   const Summary s = RunCases(options);
   EXPECT_EQ(s.outcomes, (Outcomes{"pass", "timeout", "pass", "pass"}));
-  EXPECT_NE(s.detail.find("no reply within 2 s"), std::string::npos) << s.detail;
+  EXPECT_NE(s.detail.find("no reply within 2 s, the port idle (no CPU time)"),
+            std::string::npos)
+      << s.detail;
+}
+
+// spec/protocol.md#outcomes: the timeout counts the port's CPU time. A port
+// that needs 0.8 s of CPU time, against a timeout of 1 s, sharing its one
+// CPU with a busy loop of this test, replies after well over 1 s of wall
+// time: slow because the machine is loaded, it passes.
+TEST(Runner, APortSlowedByALoadedMachineIsWaitedFor) {
+  std::atomic<bool> stop{false};
+  std::thread busy([&stop] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(0, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+    volatile uint64_t spin = 0;
+    while (!stop.load()) spin = spin + 1;
+  });
+  RunnerOptions options = Fake("compute");
+  options.port_command += " --compute_seconds=0.8 --cpu=0";
+  options.timeout_seconds = 1.0;
+  const auto report = RunConformance(Vectors(), options);
+  stop.store(true);
+  busy.join();
+  ASSERT_TRUE(report.ok()) << report.status();
+  for (const CaseReport& c : report->cases) {
+    EXPECT_EQ(OutcomeName(c.outcome), "pass") << c.id << ": " << c.detail;
+    // The load did slow it: more wall time than the timeout.
+    if (c.id == kTarget) EXPECT_GT(c.seconds, 1.0);
+  }
+}
+
+// A port that computes past the timeout in CPU time is a timeout, and the
+// detail says which limit it reached.
+TEST(Runner, APortComputingPastTheTimeoutIsATimeout) {
+  RunnerOptions options = Fake("compute");
+  options.port_command += " --compute_seconds=30";
+  options.timeout_seconds = 1.0;
+  const Summary s = RunCases(options);
+  EXPECT_EQ(s.outcomes, (Outcomes{"pass", "timeout", "pass", "pass"}));
+  EXPECT_NE(s.detail.find("no reply within 1 s of the port's CPU time"), std::string::npos)
+      << s.detail;
 }
 
 TEST(Runner, GarbageIsAProtocolError) {

@@ -3,14 +3,18 @@
 // case, with --on_case='*'), where it misbehaves as --mode says.
 //
 //   fake_port --mode=crash --on_case=window/basic/single-steps
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+
+#include <time.h>
 
 #include "conformance/testee/reference_answer.h"
 #include "conformance/testee/stdio_frames.h"
@@ -36,6 +40,16 @@ int main(int argc, char** argv) {
   const std::string on_case = Arg(argc, argv, "on_case");
   std::fprintf(stderr, "fake port: mode %s on %s\n", mode.c_str(), on_case.c_str());
   if (mode == "exit_at_start") return 7;
+  // --cpu=N: runs on CPU N only (a test shares that CPU with a busy loop).
+  if (const std::string cpu = Arg(argc, argv, "cpu"); !cpu.empty()) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(std::atoi(cpu.c_str()), &set);
+    if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+      std::perror("fake port: sched_setaffinity");
+      return 8;
+    }
+  }
   // --restart_fails=FILE: once the target case has created FILE, every
   // later start of the port fails (a port that cannot be restarted).
   const std::string restart_fails = Arg(argc, argv, "restart_fails");
@@ -163,6 +177,18 @@ int main(int argc, char** argv) {
           break;
         }
       }
+    } else if (mode == "compute") {
+      // Computes, a busy loop, for --compute_seconds of its own CPU time
+      // (default 1), then answers as the reference: slow, not stuck.
+      const std::string text = Arg(argc, argv, "compute_seconds");
+      const double seconds = text.empty() ? 1.0 : std::atof(text.c_str());
+      timespec start, now;
+      clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &start);
+      volatile uint64_t spin = 0;
+      do {
+        for (int i = 0; i < 100000; ++i) spin = spin + i;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+      } while ((now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9 < seconds);
     } else if (mode == "accept_all") {
       response->mutable_log()->clear_rejection();
     } else if (mode == "reject_all") {
