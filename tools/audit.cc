@@ -17,12 +17,16 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
 #include "tools/census/census.h"
+#include "tools/census/examples.h"
 #include "tools/vectors/load.h"
 
 ABSL_FLAG(bool, census, false,
           "Print, for every flag (spec rule) and policy, how many cases the "
           "rule decided, then every problem; exit 1 if a flag did not decide a "
           "case it is on, or a required (flag, policy) decided none.");
+ABSL_FLAG(std::string, spec, "spec",
+          "With --census: the spec folder whose worked examples must each "
+          "name a vector (spec/vectors.md#the-suite).");
 ABSL_FLAG(bool, list, false, "List every case id with its flags.");
 ABSL_FLAG(bool, all, false,
           "Audit every case (as `audit <case id>` does), then print the "
@@ -73,7 +77,9 @@ int Main(const std::vector<char*>& args) {
       }
       kept.cases.erase(it);
     }
-    const audit::CensusResult result = audit::RunCensus(kept);
+    audit::CensusResult result = audit::RunCensus(kept);
+    const int examples =
+        audit::CheckWorkedExamples(kept, absl::GetFlag(FLAGS_spec), result.failures);
     std::printf("%s\n", audit::CensusTable(result).c_str());
     for (const std::string& note : result.notes) {
       std::printf("note: %s\n", note.c_str());
@@ -81,6 +87,8 @@ int Main(const std::vector<char*>& args) {
     for (const std::string& failure : result.failures) {
       std::printf("FAIL: %s\n", failure.c_str());
     }
+    std::printf("%d worked examples in %s checked\n", examples,
+                absl::GetFlag(FLAGS_spec).c_str());
     std::printf("%zu cases, %zu census failures\n", kept.cases.size(),
                 result.failures.size());
     return result.failures.empty() ? 0 : 1;

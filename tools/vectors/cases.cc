@@ -4,7 +4,9 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
+#include <set>
 
 #include "absl/strings/str_format.h"
 #include "cc/presets.h"
@@ -236,6 +238,30 @@ void AddScenarios(SuiteBuilder& b) {
   b.Add(four("four-tie-1-2", {0.25f, 0.25f, 0.75f}));
   b.Add(four("four-tie-latest", {0.5f, 0.25f, 0.25f}));
   b.Add(four("four-latest-only", {0.0f, 0.125f, 0.5f}));
+  // harness.md#victims' and tova.md#tie-breaking's example, with tova
+  // budget 3, recent_window 1: single steps whose rows give 0.5 to every
+  // kept position but one planned victim (0.0), so that 4, 9 and 12 are
+  // kept when 13 is admitted; then latest weights 0.5, 0.25, 0.25.
+  {
+    const std::map<uint32_t, uint32_t> victim = {{3, 0},  {4, 1},  {5, 2},  {6, 3},
+                                                 {7, 5},  {8, 6},  {9, 7},  {10, 8},
+                                                 {11, 10}, {12, 11}};
+    std::vector<ScenarioStep> steps = {Null()};
+    std::set<uint32_t> kept = {0};
+    for (uint32_t t = 1; t <= 12; ++t) {
+      Row row(t, 0.0f);
+      for (uint32_t p : kept) row[p] = victim.count(t) > 0 && victim.at(t) == p ? 0.0f : 0.5f;
+      steps.push_back(WithRow(row));
+      kept.insert(t);
+      if (victim.count(t) > 0) kept.erase(victim.at(t));
+    }
+    Row last(13, 0.0f);
+    last[4] = 0.5f;
+    last[9] = 0.25f;
+    last[12] = 0.25f;
+    steps.push_back(WithRow(last));
+    b.Add(Explicit("tova-example-4-9-12", steps));
+  }
   b.Add(Explicit("unobserved-new", {Null(), WithRow({0.5f}),
                                     WithRow({0.5f, 0.25f})}));
   b.Add(Explicit("null-then-row", {Null(), WithRow({0.5f}), Null(),
@@ -386,13 +412,13 @@ void AddPositionalCases(SuiteBuilder& b) {
 
   const PolicyConfig window3 = P("window", {{"budget", 3}});
   b.Case("window/basic/single-steps", {"null-attention.still-evicts"},
-         "budget 3: each step past the third evicts the oldest", window3,
+         "window.md worked example: budget 3: each step past the third evicts the oldest", window3,
          "singles-7");
   b.Case("window/chunk/evicts-in-one-step", {"chunk.one-ranking"},
-         "budget 3: a chunk of 5 evicts 0 and 1, then a chunk of 2 evicts 2, 3",
+         "window.md worked example and harness.md#chunked-admission: budget 3: a chunk of 5 evicts 0 and 1, then a chunk of 2 evicts 2, 3",
          window3, "chunk-5-then-2");
   b.Case("window/chunk/longer-than-budget", {"chunk.evicts-own", "chunk.one-ranking"},
-         "budget 2: a chunk of 4 evicts two of its own positions",
+         "window.md worked example: budget 2: a chunk of 4 evicts two of its own positions",
          P("window", {{"budget", 2}}), "chunk-1-then-4");
   b.Case("window/refusal/budget-zero", {"refusal.invalid-parameter"},
          "budget 0", P("window", {{"budget", 0}}), "one-step");
@@ -408,7 +434,7 @@ void AddPositionalCases(SuiteBuilder& b) {
   };
   b.Case("streamingllm/basic/sinks-and-rolling-window",
          {"sinks.protected", "cache-relative", "null-attention.still-evicts"},
-         "budget 5, sinks 2: 2 and 3 go; the query of step 6 sits at S + W = 5",
+         "streamingllm.md worked example: budget 5, sinks 2: 2 and 3 go; the query of step 6 sits at S + W = 5",
          streaming(5, 2), "singles-7");
   b.Case("streamingllm/chunk/first-exceeds-cache",
          {"chunk.first-exceeds-cache", "chunk.evicts-own", "sinks.protected"},
@@ -470,10 +496,10 @@ void AddScoreCases(SuiteBuilder& b) {
 
   // h2o.
   b.Case("h2o/basic/lowest-sum", {"recent-window.protected"},
-         "sums 1.5, 0.625, 0.5: position 2 goes (tova would evict 1)",
+         "h2o.md worked example: sums 1.5, 0.625, 0.5: position 2 goes (tova would evict 1)",
          h2o(3, 1), "four-distinct");
   b.Case("h2o/ties/equal-sums-evict-lower", {"tie.lower-position"},
-         "positions 1 and 2 both sum to 0.75: 1 goes", h2o(3, 1),
+         "h2o.md#tie-breaking example: positions 1 and 2 both sum to 0.75: 1 goes", h2o(3, 1),
          "four-tie-1-2");
   b.Case("h2o/unobserved/new-position-scores-zero",
          {"unobserved.zero"},
@@ -536,11 +562,15 @@ void AddScoreCases(SuiteBuilder& b) {
 
   // tova.
   b.Case("tova/basic/lowest-latest", {"recent-window.protected"},
-         "latest weights 0.25, 0.125, 0.5: 1 goes", tova(3, 1), "four-distinct");
+         "tova.md and h2o.md worked examples: latest weights 0.25, 0.125, 0.5: 1 goes", tova(3, 1), "four-distinct");
   b.Case("tova/ties/equal-latest-evict-lower", {"tie.lower-position"},
-         "latest 0.5, 0.25, 0.25: 1 goes", tova(3, 1), "four-tie-latest");
+         "tova.md#tie-breaking: latest 0.5, 0.25, 0.25: 1 goes", tova(3, 1), "four-tie-latest");
+  b.Case("tova/ties/example-4-9-12", {"tie.lower-position"},
+         "harness.md#victims and tova.md#tie-breaking example: 4, 9, 12 and 13 "
+         "kept after 13 is admitted; latest 0.5, 0.25, 0.25: 9 and 12 tie and 9 goes",
+         tova(3, 1), "tova-example-4-9-12");
   b.Case("tova/basic/only-latest-counts", {},
-         "position 0's earlier 1.0 is forgotten: its latest 0.0 goes",
+         "tova.md worked example: position 0's earlier 1.0 is forgotten: its latest 0.0 goes",
          tova(3, 1), "four-latest-only");
   b.Case("tova/null/keeps-latest",
          {"null-attention.inert", "unobserved.zero", "null-attention.still-evicts"},
@@ -566,11 +596,11 @@ void AddScoreCases(SuiteBuilder& b) {
   // snapkv.
   b.Case("snapkv/ring/wrap-forgets-oldest",
          {"snapkv.ring-wrap", "recent-window.protected"},
-         "obs_window 2: position 0's first weight is overwritten; 0 goes",
+         "snapkv.md worked example: obs_window 2: position 0's first weight is overwritten; 0 goes",
          snapkv(3, 1, 2, 1), "ring-wrap");
   b.Case("snapkv/ties/equal-pooled-evict-lower",
          {"tie.lower-position"},
-         "pool_kernel 3 pools three candidates to 1.0: 0 goes",
+         "snapkv.md#tie-breaking example: pool_kernel 3 pools three candidates to 1.0: 0 goes",
          snapkv(3, 1, 2, 3), "ring-wrap");
   b.Case("snapkv/null/does-not-advance-ring", {"null-attention.inert"},
          "the null step leaves the cursor: step 3 writes index 1 and 1 goes",
@@ -583,16 +613,16 @@ void AddScoreCases(SuiteBuilder& b) {
          "the empty first row moves the cursor; the sums tie and 0 goes",
          snapkv(5, 4, 3, 1), "ring-order-empty-first");
   b.Case("snapkv/pool/clamp-high-end", {"snapkv.pool-clamp", "unobserved.zero"},
-         "clamped pooling evicts the new position; wrapping would evict 2",
+         "snapkv.md worked example: clamped pooling evicts the new position; wrapping would evict 2",
          snapkv(3, 0, 4, 3), "pool-high-end");
   b.Case("snapkv/pool/clamp-low-end", {},
          "slot 0 pools over slots 0 and 1 only; 0 goes", snapkv(4, 1, 4, 3),
          "pool-low-end");
   b.Case("snapkv/pool/defends-neighbour", {"snapkv.pool-defends"},
-         "position 2 defends 1; 0 goes instead", snapkv(4, 1, 4, 3),
+         "snapkv.md worked example: position 2 defends 1; 0 goes instead", snapkv(4, 1, 4, 3),
          "pool-defends");
   b.Case("snapkv/pool/no-pooling-control", {},
-         "pool_kernel 1 on the same rows: 1 goes", snapkv(4, 1, 4, 1),
+         "snapkv.md worked example: pool_kernel 1 on the same rows: 1 goes", snapkv(4, 1, 4, 1),
          "pool-defends");
   b.Case("snapkv/pool/protected-neighbour", {"snapkv.pool-defends"},
          "protected position 2 defends candidate 1; 0 goes",
@@ -643,11 +673,11 @@ void AddScoreCases(SuiteBuilder& b) {
 
   // random.
   b.Case("random/draws/follow-the-rng", {"random.draw-order"},
-         "seed 42, budget 2: Uniform(3) draws 0, 1, 2 evict 0, 2, 4",
+         "random.md worked example: seed 42, budget 2: Uniform(3) draws 0, 1, 2 evict 0, 2, 4",
          random(2, 0, 42), "singles-5");
   b.Case("random/draws/several-without-replacement",
          {"random.draw-order", "chunk.one-ranking"},
-         "seed 42, a chunk of 4: Uniform(4) then Uniform(3) evict 0 and 2",
+         "random.md worked example: seed 42, a chunk of 4: Uniform(4) then Uniform(3) evict 0 and 2",
          random(2, 0, 42), "chunk-4");
   b.Case("random/draws/continue-across-steps",
          {"random.draw-order", "recent-window.protected", "chunk.one-ranking"},
@@ -1135,7 +1165,7 @@ void AddHeadCases(SuiteBuilder& b) {
     return parameters;
   };
   b.Case("h2o/adakv/joint-ranking", {"heads.adaptive"},
-         "layer budget 4 over two sets: both victims of step 1 come from head "
+         "adakv.md worked example: layer budget 4 over two sets: both victims of step 1 come from head "
          "1's set (0.0625, 0.125), head 0's set keeps 3",
          P("h2o", with(two_sets, {"adaptive", 1})), "adakv-two-heads");
   b.Case("h2o/adakv/fixed-per-set", {"heads.granularity"},
@@ -1625,7 +1655,7 @@ void AddPrefillCases(SuiteBuilder& b) {
          P("snapkv", with(snap, {{"budget", 3}})), "prefill-snapkv-card");
   b.Case("prefill/snapkv/window-inside-budget-below-window",
          {"prefill.window-budget"},
-         "budget 1: the prefix goes, then the lower window position",
+         "snapkv.md#at-prefill: budget 1: the prefix goes, then the lower window position",
          P("snapkv", with(snap, {{"budget", 1}})), "prefill-snapkv-card");
   b.Case("prefill/snapkv/window-outside", {"prefill.window-budget"},
          "snapkv.md#at-prefill: budget 2 outside the window: 1 goes, 4 kept",
