@@ -1045,9 +1045,21 @@ RunResult RunSetsAndPrint(const PolicyConfig& config, const Scenario& scenario,
 // Runs one configuration and prints its log; writes its JSON when `json` is
 // set. Returns false when the configuration or a step was refused, or the
 // JSON could not be written.
+bool RunTraceAndPrint(const PolicyConfig& config, const std::string& preset,
+                      const TraceConfig& trace, const JsonHeader* json_base,
+                      JsonOut* json, const Scenario* scenario = nullptr,
+                      bool quiet = true);
+
 bool RunAndPrint(const PolicyConfig& config, const std::string& preset,
                  const Scenario& scenario, const JsonHeader* json_base,
                  JsonOut* json, bool quiet) {
+  // A single-head trace streams, its memory that of the policy
+  // (spec/harness.md#resources); several heads' runs are kept whole.
+  if (scenario.trace.has_value() && scenario.steps.empty() &&
+      scenario.query_heads.value_or(1) == 1 && scenario.kv_heads.value_or(1) == 1) {
+    return RunTraceAndPrint(config, preset, *scenario.trace, json_base, json,
+                            &scenario, quiet);
+  }
   Text("== %s ==\n", ConfigText(config));
   absl::StatusOr<std::unique_ptr<Policy>> policy = MakePolicy(config);
   bool has_prefill = false;
@@ -1142,11 +1154,16 @@ bool RunAndPrint(const PolicyConfig& config, const std::string& preset,
   return result.refusal.ok() && written;
 }
 
-// Streams the canonical trace through one configuration and prints a
-// summary line; with `json`, streams the run's JSON as it goes.
+// Streams a generated trace through one configuration, one step at a
+// time, so that memory stays that of the policy however long the trace
+// (spec/harness.md#resources): the canonical trace of --trace_steps, with
+// a summary line; or, with `scenario`, a scenario file's single-head trace,
+// printed as RunAndPrint prints steps (unless `quiet`). With `json`, the
+// run's JSON is streamed as it goes.
 bool RunTraceAndPrint(const PolicyConfig& config, const std::string& preset,
-                      uint32_t steps, const JsonHeader* json_base,
-                      JsonOut* json) {
+                      const TraceConfig& trace, const JsonHeader* json_base,
+                      JsonOut* json, const Scenario* scenario, bool quiet) {
+  if (scenario != nullptr) Text("== %s ==\n", ConfigText(config));
   absl::StatusOr<std::unique_ptr<Policy>> policy = MakePolicy(config);
   std::optional<JsonWriter> writer;
   JsonHeader header;
@@ -1158,8 +1175,11 @@ bool RunTraceAndPrint(const PolicyConfig& config, const std::string& preset,
     DescribeSets(header);
   }
   if (policy.ok()) {
-    header.warnings = PrefillWarnings(config, "the canonical trace",
-                                      /*has_prefill_step=*/false);
+    header.warnings = PrefillWarnings(
+        config,
+        scenario == nullptr ? std::string("the canonical trace")
+                            : absl::StrFormat("scenario '%s'", scenario->id),
+        /*has_prefill_step=*/false);
     PrintWarnings(header.warnings);
   }
   if (json != nullptr) {
@@ -1167,9 +1187,14 @@ bool RunTraceAndPrint(const PolicyConfig& config, const std::string& preset,
     WriteHeader(*writer, header);
   }
   if (!policy.ok()) {
-    const std::string line = absl::StrFormat(
-        "%-40s refused (%s): %s\n", ConfigText(config),
-        CategoryName(CategoryOf(policy.status())), policy.status().message());
+    const std::string line =
+        scenario == nullptr
+            ? absl::StrFormat("%-40s refused (%s): %s\n", ConfigText(config),
+                              CategoryName(CategoryOf(policy.status())),
+                              policy.status().message())
+            : absl::StrFormat("refused (%s): %s\n\n",
+                              CategoryName(CategoryOf(policy.status())),
+                              policy.status().message());
     if (g_text != nullptr) {
       Text("%s", line);
     } else {
@@ -1182,8 +1207,8 @@ bool RunTraceAndPrint(const PolicyConfig& config, const std::string& preset,
     }
     return false;
   }
-  TraceConfig trace;
-  trace.steps = steps;
+  // A scenario's steps are printed one line each, with their cut.
+  const bool step_lines = scenario != nullptr && !quiet && g_text != nullptr;
   uint64_t evicted = 0;
   size_t peak_bytes = 0;
   size_t kept_before = 0;
@@ -1195,7 +1220,7 @@ bool RunTraceAndPrint(const PolicyConfig& config, const std::string& preset,
         evicted += victims.size();
         peak_bytes = std::max(peak_bytes, (*policy)->MemoryBytes());
         done = step + 1;
-        if (writer.has_value()) {
+        if (writer.has_value() || step_lines) {
           StepRecord record;
           record.victims.assign(victims.begin(), victims.end());
           if (!victims.empty() && !detail.ranked.empty()) {
@@ -1205,31 +1230,50 @@ bool RunTraceAndPrint(const PolicyConfig& config, const std::string& preset,
           record.query_cache_position = static_cast<uint32_t>(kept_before);
           record.spans = (*policy)->step_spans();
           record.held = (*policy)->step_held();
-          const bool write_kept =
-              header.kept_mode == KeptMode::kEvery ||
-              (header.kept_mode == KeptMode::kEvicting && !victims.empty());
-          std::vector<std::vector<Position>> kept;
-          if (write_kept) {
-            kept.emplace_back((*policy)->kept().begin(),
-                              (*policy)->kept().end());
+          if (step_lines) {
+            Text("step %3d  admit %-9d  %-12s  query@%-4d  evict %-14s  kept %d\n",
+                 step, step, "attention", record.query_cache_position,
+                 Positions(record.victims), record.kept_count);
+            PrintCuts(record);
           }
-          WriteStep(*writer, step, {step, 1}, /*prefill=*/false, "rows",
-                    record, write_kept ? &kept : nullptr);
+          if (writer.has_value()) {
+            const bool write_kept =
+                header.kept_mode == KeptMode::kEvery ||
+                (header.kept_mode == KeptMode::kEvicting && !victims.empty());
+            std::vector<std::vector<Position>> kept;
+            if (write_kept) {
+              kept.emplace_back((*policy)->kept().begin(),
+                                (*policy)->kept().end());
+            }
+            WriteStep(*writer, step, {step, 1}, /*prefill=*/false, "rows",
+                      record, write_kept ? &kept : nullptr);
+          }
         }
         kept_before = (*policy)->kept().size();
       },
-      /*want_detail=*/writer.has_value());
+      /*want_detail=*/writer.has_value() || step_lines);
+  RunResult result;
+  if (!status.ok()) {
+    result.refusal = status;
+    // -1: the trace itself was refused, before any step.
+    result.refused_step = CategoryOf(status) == ErrorCategory::kInvalidTrace
+                              ? int64_t{-1}
+                              : static_cast<int64_t>(done);
+  }
   if (writer.has_value()) {
-    RunResult result;
-    if (!status.ok()) {
-      result.refusal = status;
-      result.refused_step =
-          CategoryOf(status) == ErrorCategory::kInvalidTrace ? -1 : done;
-    }
     std::vector<std::vector<Position>> kept_at_end;
     kept_at_end.emplace_back((*policy)->kept().begin(),
                              (*policy)->kept().end());
     WriteFooter(*writer, header.kept_mode, kept_at_end, result);
+  }
+  if (scenario != nullptr) {
+    Text("kept at the end: %s\n", Positions((*policy)->kept()));
+    Text("%d steps, %d positions admitted, %d evicted, %d bytes of policy "
+         "state\n",
+         done, done, evicted, (*policy)->MemoryBytes());
+    if (!result.refusal.ok()) PrintRefusal(result);
+    Text("\n");
+    return result.refusal.ok();
   }
   if (!status.ok()) {
     const std::string line =
@@ -1244,7 +1288,7 @@ bool RunTraceAndPrint(const PolicyConfig& config, const std::string& preset,
   }
   Text("%-40s %d steps, %d evicted, %d kept, at most %d bytes of policy "
        "state after a step\n",
-       ConfigText(config), steps, evicted, (*policy)->kept().size(),
+       ConfigText(config), trace.steps, evicted, (*policy)->kept().size(),
        peak_bytes);
   return true;
 }
@@ -1376,8 +1420,9 @@ int Main() {
           }
           config.parameters.clear();
         }
-        all_ok &= RunTraceAndPrint(config, preset_name, trace_steps,
-                                   &json_base, json);
+        TraceConfig trace;
+        trace.steps = trace_steps;
+        all_ok &= RunTraceAndPrint(config, preset_name, trace, &json_base, json);
       }
       return all_ok;
     }

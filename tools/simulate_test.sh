@@ -474,6 +474,16 @@ assert [s["admitted"] for s in d["steps"]] == [{"first": t, "count": 1} for t in
 assert d["kept_at_end"][0]["kept"] == [3, 4]
 PY
 
+# A scenario file's trace streams (spec/harness.md#resources): a million
+# steps at budget 4 run in 128 MiB of address space (kept whole, the run's
+# records took 164 MB of resident memory, 2026-12-04).
+printf '\x0a\x01t\x1a\x04\x10\xc0\x84\x3d' >"$TMP/trace-1m.pb"
+(ulimit -v 131072; "$SIMULATE" --scenario="$TMP/trace-1m.pb" --policy=window \
+  --params=budget=4 --quiet >"$TMP/trace-1m.out" 2>&1)
+status=$?
+[[ $status -eq 0 ]] && grep -q "^1000000 steps, 1000000 positions admitted, 999996 evicted" "$TMP/trace-1m.out" \
+  || fail "a trace of 1,000,000 steps in 128 MiB: exit $status: $(tail -3 "$TMP/trace-1m.out")"
+
 # ---------------------------------------------------------------------------
 # Files that are not what the flag needs (issue 33). A 0-byte scenario file
 # is refused (it parsed as a scenario with nothing in it); a FIFO as
