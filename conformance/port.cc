@@ -40,9 +40,8 @@ int64_t GroupCpuTicks(pid_t group) {
   int64_t total = 0;
   while (const dirent* entry = readdir(proc)) {
     if (entry->d_name[0] < '1' || entry->d_name[0] > '9') continue;
-    char path[64];
-    std::snprintf(path, sizeof(path), "/proc/%s/stat", entry->d_name);
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    const std::string path = std::string("/proc/") + entry->d_name + "/stat";
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;  // the process ended meanwhile
     char text[1024];
     const ssize_t n = read(fd, text, sizeof(text) - 1);

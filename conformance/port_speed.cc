@@ -3,8 +3,7 @@
 // through the conformance protocol (so every port does the same work: trace
 // generation, the policy, the eviction log without cuts).
 //
-//   bazel run -c opt //conformance:port_speed -- \
-//       --port=reference=/path/reference_testee --port=rust=/path/port.sh ...
+//   bazel run -c opt //conformance:port_speed -- --port=reference=/path/reference_testee --port=rust=/path/port.sh ...
 //
 // Each (port, policy) pair is timed --repeats times, interleaved round by
 // round so that machine noise hits every port alike; the table shows the
