@@ -17,6 +17,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_format.h"
 #include "tools/census/census.h"
+#include "tools/census/combinations.h"
 #include "tools/census/examples.h"
 #include "tools/vectors/load.h"
 
@@ -27,6 +28,12 @@ ABSL_FLAG(bool, census, false,
 ABSL_FLAG(std::string, spec, "spec",
           "With --census: the spec folder whose worked examples must each "
           "name a vector (spec/vectors.md#the-suite).");
+ABSL_FLAG(bool, combinations, false,
+          "Report which features the vectors and the differential search's "
+          "cases decide, alone, in pairs and with scenario properties, and the "
+          "combinations only the search decides (tools/census/combinations.h).");
+ABSL_FLAG(int64_t, search_cases, 3000,
+          "With --combinations: the search's cases 0..N-1 of seed 1 to count.");
 ABSL_FLAG(bool, list, false, "List every case id with its flags.");
 ABSL_FLAG(bool, all, false,
           "Audit every case (as `audit <case id>` does), then print the "
@@ -62,6 +69,12 @@ int Main(const std::vector<char*>& args) {
       for (const std::string& flag : c.vector->flags()) flags += " " + flag;
       std::printf("%s%s\n", c.vector->id().c_str(), flags.c_str());
     }
+    return 0;
+  }
+  if (absl::GetFlag(FLAGS_combinations)) {
+    const audit::CombinationCounts counts =
+        audit::CountCombinations(*set, 1, absl::GetFlag(FLAGS_search_cases));
+    std::printf("%s", audit::CombinationTable(counts).c_str());
     return 0;
   }
   if (absl::GetFlag(FLAGS_census)) {
