@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "tools/census/census.h"
 #include "tools/census/combinations.h"
+#include "tools/search/generator.h"
 #include "tools/census/examples.h"
 #include "tools/vectors/load.h"
 
@@ -33,7 +34,12 @@ ABSL_FLAG(bool, combinations, false,
           "cases decide, alone, in pairs and with scenario properties, and the "
           "combinations only the search decides (tools/census/combinations.h).");
 ABSL_FLAG(int64_t, search_cases, 3000,
-          "With --combinations: the search's cases 0..N-1 of seed 1 to count.");
+          "With --combinations or --census: the search's cases 0..N-1 of seed "
+          "1 whose feature combinations the vectors must decide too.");
+ABSL_FLAG(bool, witnesses, false,
+          "With --combinations: for each combination only the search decides, "
+          "print a small case deciding it (the smallest search case that does, "
+          "shrunk while it still does), as protobuf text.");
 ABSL_FLAG(bool, list, false, "List every case id with its flags.");
 ABSL_FLAG(bool, all, false,
           "Audit every case (as `audit <case id>` does), then print the "
@@ -75,6 +81,19 @@ int Main(const std::vector<char*>& args) {
     const audit::CombinationCounts counts =
         audit::CountCombinations(*set, 1, absl::GetFlag(FLAGS_search_cases));
     std::printf("%s", audit::CombinationTable(counts).c_str());
+    if (absl::GetFlag(FLAGS_witnesses)) {
+      for (const std::string& gap : audit::Gaps(counts)) {
+        int64_t index = -1;
+        int rounds = 0;
+        const std::optional<search::SearchCase> witness = audit::ShrunkWitness(
+            gap, 1, absl::GetFlag(FLAGS_search_cases), 200, index, rounds);
+        if (!witness.has_value()) continue;
+        std::printf("\n## %s: search --seed=1 case %lld, shrunk in %d rounds, size %llu\n%s",
+                    gap.c_str(), static_cast<long long>(index), rounds,
+                    static_cast<unsigned long long>(search::CaseSize(*witness)),
+                    search::CaseText(*witness).c_str());
+      }
+    }
     return 0;
   }
   if (absl::GetFlag(FLAGS_census)) {
@@ -93,6 +112,16 @@ int Main(const std::vector<char*>& args) {
     audit::CensusResult result = audit::RunCensus(kept);
     const int examples =
         audit::CheckWorkedExamples(kept, absl::GetFlag(FLAGS_spec), result.failures);
+    // Features in combination (tools/census/combinations.h): every one the
+    // search's first cases decide, some vector decides too.
+    const audit::CombinationCounts combinations =
+        audit::CountCombinations(kept, 1, absl::GetFlag(FLAGS_search_cases));
+    for (const std::string& gap : audit::Gaps(combinations)) {
+      result.failures.push_back(absl::StrFormat(
+          "combination %s: %d of the search's cases 0..%d (seed 1) decide it and no "
+          "vector does (audit --combinations --witnesses prints a small case that does)",
+          gap, combinations.search.at(gap), combinations.search_cases - 1));
+    }
     std::printf("%s\n", audit::CensusTable(result).c_str());
     for (const std::string& note : result.notes) {
       std::printf("note: %s\n", note.c_str());
@@ -102,6 +131,10 @@ int Main(const std::vector<char*>& args) {
     }
     std::printf("%d worked examples in %s checked\n", examples,
                 absl::GetFlag(FLAGS_spec).c_str());
+    std::printf("%zu feature combinations decided by the vectors, against the "
+                "search's first %lld cases\n",
+                combinations.vectors.size(),
+                static_cast<long long>(combinations.search_cases));
     std::printf("%zu cases, %zu census failures\n", kept.cases.size(),
                 result.failures.size());
     return result.failures.empty() ? 0 : 1;

@@ -51,4 +51,6 @@ expect_failure "default: trace field heavy_count decides no trace.defaults case"
   tova/trace/absent-fields-budget-512
 expect_failure "parameter matrix: no case gives tova the parameter 'normalize' (another policy's)" \
   harness/foreign-parameter/tova-normalize
+expect_failure "combination trace + ratio: " \
+  search/combination/trace-with-ratio
 exit $status

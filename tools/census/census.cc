@@ -16,9 +16,11 @@
 #include "cc/text.h"
 #include "cc/trace.h"
 #include "cc/version.h"
+#include "tools/census/combinations.h"
 #include "tools/census/mutants.h"
 #include "tools/vectors/bounds.h"
 #include "tools/vectors/cases.h"
+#include "tools/vectors/combination_cases.h"
 #include "tools/vectors/features.h"
 #include "tools/vectors/flags.h"
 
@@ -1027,6 +1029,19 @@ bool Decides(const std::string& flag, const CaseContext& c,
       spans = spans || !step.spans.empty();
     }
     return Evicts(c.expected) || !c.expected.refusal.ok() || spans;
+  }
+  if (flag == "search.combination") {
+    // The combination its ID names is one the case decides
+    // (tools/census/combinations.h); CheckCombinations asks that every
+    // combination the search's cases decide has such a case.
+    const std::string combination = vectors::CombinationOfCase(c.vector->id());
+    if (combination.empty()) return false;
+    for (const std::string& d :
+         Combinations(DecidedFeatures(c.vector->policy(), *c.wire, c.vector->expected()),
+                      Properties(c.vector->policy(), *c.wire))) {
+      if (d == combination) return true;
+    }
+    return false;
   }
   if (flag == "trace.defaults") {
     // Decided when some absent field's default decides; CheckDefaults asks

@@ -33,15 +33,24 @@ std::vector<std::string> DecidedFeatures(const v1::PolicyConfig& policy,
   for (const std::string& feature : needed) {
     std::set<std::string> without(needed.begin(), needed.end());
     without.erase(feature);
-    v1::EvictionLog got;
-    if (!vectors::UnknownParameter(policy, without, since).empty()) {
-      got.mutable_rejection()->set_category(v1::INVALID_PARAMETER);
-      got.mutable_rejection()->set_step(-1);
-    } else {
-      got = ToProto(RunScenario(FromProto(policy),
-                                FromProto(vectors::StripScenario(scenario, without)),
-                                RunOptions{/*record_cut=*/true}));
+    // The feature's parameters left out (each then takes its default), not
+    // refused as unknown: a refusal of the parameter's name says nothing of
+    // what the rule does in this scenario.
+    v1::PolicyConfig stripped = policy;
+    for (std::string unknown = vectors::UnknownParameter(stripped, without, since);
+         !unknown.empty(); unknown = vectors::UnknownParameter(stripped, without, since)) {
+      auto* parameters = stripped.mutable_parameters();
+      for (int i = 0; i < parameters->size(); ++i) {
+        if (parameters->Get(i).name() == unknown) {
+          parameters->DeleteSubrange(i, 1);
+          break;
+        }
+      }
     }
+    const v1::EvictionLog got =
+        ToProto(RunScenario(FromProto(stripped),
+                            FromProto(vectors::StripScenario(scenario, without)),
+                            RunOptions{/*record_cut=*/true}));
     if (Comparable(got) != want) decided.push_back(feature);
   }
   return decided;
@@ -85,6 +94,7 @@ CombinationCounts CountCombinations(const vectors::VectorSet& set, uint64_t seed
   CombinationCounts counts;
   for (const vectors::LoadedCase& loaded : set.cases) {
     const v1::Case& vector = *loaded.vector;
+    if (vector.expected().has_rejection()) continue;  // accepted cases only
     for (const std::string& c :
          Combinations(DecidedFeatures(vector.policy(), *loaded.scenario, vector.expected()),
                       Properties(vector.policy(), *loaded.scenario))) {
@@ -96,8 +106,9 @@ CombinationCounts CountCombinations(const vectors::VectorSet& set, uint64_t seed
     const search::SearchCase c = search::GenerateCase(seed, static_cast<uint64_t>(i));
     const v1::PolicyConfig policy = ToProto(c.policy);
     const v1::Scenario scenario = ToProto(c.scenario);
-    const v1::EvictionLog expected =
-        ToProto(RunScenario(c.policy, c.scenario, RunOptions{/*record_cut=*/true}));
+    const RunResult result = RunScenario(c.policy, c.scenario, RunOptions{/*record_cut=*/true});
+    if (!result.refusal.ok()) continue;  // accepted cases only
+    const v1::EvictionLog expected = ToProto(result);
     for (const std::string& combination :
          Combinations(DecidedFeatures(policy, scenario, expected),
                       Properties(policy, scenario))) {
@@ -130,6 +141,82 @@ std::string CombinationTable(const CombinationCounts& counts) {
                         "and by no vector (marked **0**)\n",
                         all.size(), gaps);
   return table;
+}
+
+std::vector<std::string> Gaps(const CombinationCounts& counts) {
+  std::vector<std::string> gaps;
+  for (const auto& [c, n] : counts.search) {
+    if (n > 0 && counts.vectors.find(c) == counts.vectors.end()) gaps.push_back(c);
+  }
+  return gaps;
+}
+
+namespace {
+
+bool Evicts(const RunResult& result) {
+  for (const StepRecord& step : result.steps) {
+    if (!step.victims.empty()) return true;
+    for (const StepRecord& set : step.sets) {
+      if (!set.victims.empty()) return true;
+    }
+  }
+  return false;
+}
+
+// DecidesCombination, and when `evicting`, only for a case that evicts.
+bool Decides(const search::SearchCase& c, const std::string& combination, bool evicting) {
+  const RunResult result = RunScenario(c.policy, c.scenario, RunOptions{/*record_cut=*/true});
+  if (!result.refusal.ok()) return false;  // accepted cases only
+  if (evicting && !Evicts(result)) return false;
+  const v1::PolicyConfig policy = ToProto(c.policy);
+  const v1::Scenario scenario = ToProto(c.scenario);
+  for (const std::string& d : Combinations(DecidedFeatures(policy, scenario, ToProto(result)),
+                                           Properties(policy, scenario))) {
+    if (d == combination) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool DecidesCombination(const search::SearchCase& c, const std::string& combination) {
+  return Decides(c, combination, /*evicting=*/false);
+}
+
+std::optional<search::SearchCase> ShrunkWitness(const std::string& combination,
+                                                uint64_t seed, int64_t search_cases,
+                                                int max_rounds, int64_t& index,
+                                                int& rounds) {
+  std::optional<search::SearchCase> best;
+  rounds = 0;
+  for (const bool evicting : {true, false}) {
+    uint64_t best_size = 0;
+    for (int64_t i = 0; i < search_cases; ++i) {
+      search::SearchCase c = search::GenerateCase(seed, static_cast<uint64_t>(i));
+      if (!Decides(c, combination, evicting)) continue;
+      const uint64_t size = search::CaseSize(c);
+      if (!best.has_value() || size < best_size) {
+        best = std::move(c);
+        best_size = size;
+        index = i;
+      }
+    }
+    if (!best.has_value()) continue;  // none evicts: any accepted case
+    while (rounds < max_rounds) {
+      bool moved = false;
+      for (search::SearchCase& move : search::ShrinkMoves(*best)) {
+        if (Decides(move, combination, evicting)) {
+          best = std::move(move);
+          moved = true;
+          break;
+        }
+      }
+      if (!moved) break;
+      ++rounds;
+    }
+    break;
+  }
+  return best;
 }
 
 }  // namespace audit

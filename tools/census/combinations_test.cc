@@ -65,6 +65,49 @@ TEST(DecidedFeatures, HeadsDecideWhenDroppingTheirRowsChangesVictims) {
             (std::vector<std::string>{"decode", "heads"}));
 }
 
+// window, budget 2, context_shift 0 given explicitly, three decode steps:
+// step 2 evicts 0. Without `contextshift`'s parameter the policy takes
+// context_shift's default, 0, and logs the same: the feature does not
+// decide the case (a port lacking it would refuse the name, which is not
+// counted). Without `decode`'s parameters the budget is the default,
+// 4294967295, and nothing is evicted: `decode` decides it.
+TEST(DecidedFeatures, AFeatureParameterAtItsDefaultDecidesNothing) {
+  v1::PolicyConfig policy;
+  policy.set_name("window");
+  for (const auto& [name, value] : {std::pair<const char*, int>{"budget", 2},
+                                    {"context_shift", 0}}) {
+    v1::Parameter* p = policy.add_parameters();
+    p->set_name(name);
+    p->set_value(value);
+  }
+  v1::Scenario scenario;
+  for (int i = 0; i < 3; ++i) scenario.add_steps()->set_admit(1);
+  const v1::EvictionLog expected = ToProto(
+      RunScenario(FromProto(policy), FromProto(scenario), RunOptions{/*record_cut=*/true}));
+  ASSERT_EQ(expected.steps_size(), 3);
+  ASSERT_EQ(expected.steps(2).victims_size(), 1);
+  EXPECT_EQ(expected.steps(2).victims(0), 0u);
+  EXPECT_EQ(DecidedFeatures(policy, scenario, expected), (std::vector<std::string>{"decode"}));
+}
+
+// A refused case decides no combination, whatever its features.
+TEST(DecidesCombination, ARefusedCaseDecidesNone) {
+  search::SearchCase c;
+  c.policy = FromProto([] {
+    v1::PolicyConfig p;
+    p.set_name("window");
+    v1::Parameter* budget = p.add_parameters();
+    budget->set_name("budget");
+    budget->set_value(0);  // below the bound: INVALID_PARAMETER
+    return p;
+  }());
+  v1::Scenario scenario;
+  scenario.add_steps()->set_admit(1);
+  c.scenario = FromProto(scenario);
+  ASSERT_FALSE(RunScenario(c.policy, c.scenario).refusal.ok());
+  EXPECT_FALSE(DecidesCombination(c, "decode"));
+}
+
 }  // namespace
 }  // namespace audit
 }  // namespace kvspec

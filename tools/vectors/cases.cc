@@ -1,4 +1,5 @@
 #include "tools/vectors/cases.h"
+#include "tools/vectors/combination_cases.h"
 
 #include <algorithm>
 #include <cassert>
@@ -2821,6 +2822,12 @@ Suite BuildSuite() {
   AddSpanCases(builder);
   AddContextShiftCases(builder);
   AddForeignParameterCases(builder);
+  for (CombinationCase& c : CombinationCases()) {  // combination_cases.h
+    builder.Add(std::move(c.scenario));
+    builder.Case(std::move(c.spec.id), std::move(c.spec.flags),
+                 std::move(c.spec.description), std::move(c.spec.policy),
+                 std::move(c.spec.scenario_id));
+  }
   return builder.Build();
 }
 

@@ -330,6 +330,12 @@ const std::vector<FlagInfo>& Flags() {
        "the search killed; the description names the mutant and the rule",
        {},
        "0.1.0"},
+      {"search.combination", "vectors.md#flags",
+       "the differential search's shrunk scenario for a feature decided "
+       "together with another feature or a scenario property that no other "
+       "vector decided (tools/census/combinations.h); the ID names the two",
+       {},
+       "0.1.0"},
       {"canonical-trace", "trace.md#parameters",
        "a long run on the canonical trace",
        {"full", "window", "streamingllm", "h2o", "tova", "snapkv", "random"},
