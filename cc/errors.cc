@@ -3,12 +3,17 @@
 #include <string>
 
 #include "absl/strings/cord.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 namespace kvspec {
 namespace {
 
 constexpr absl::string_view kCategoryPayloadUrl =
     "type.kvspec.dev/kvspec.v1.ErrorCategory";
+// The subject's check and names, one per line (no name holds a newline).
+constexpr absl::string_view kSubjectPayloadUrl =
+    "type.kvspec.dev/kvspec.v1.Subject";
 
 absl::StatusCode DefaultCode(ErrorCategory category) {
   switch (category) {
@@ -51,16 +56,40 @@ absl::string_view CategoryName(ErrorCategory category) {
   return "ERROR_CATEGORY_UNSPECIFIED";
 }
 
-absl::Status Refuse(ErrorCategory category, absl::string_view message) {
-  return Refuse(category, DefaultCode(category), message);
+std::string SubjectText(const Subject& subject) {
+  std::vector<std::string> parts = {subject.check};
+  parts.insert(parts.end(), subject.names.begin(), subject.names.end());
+  return absl::StrJoin(parts, " ");
+}
+
+absl::Status Refuse(ErrorCategory category, const Subject& subject,
+                    absl::string_view message) {
+  return Refuse(category, DefaultCode(category), subject, message);
 }
 
 absl::Status Refuse(ErrorCategory category, absl::StatusCode code,
-                    absl::string_view message) {
+                    const Subject& subject, absl::string_view message) {
   absl::Status status(code, message);
   status.SetPayload(kCategoryPayloadUrl,
                     absl::Cord(std::to_string(static_cast<int>(category))));
+  std::vector<std::string> lines = {subject.check};
+  lines.insert(lines.end(), subject.names.begin(), subject.names.end());
+  status.SetPayload(kSubjectPayloadUrl, absl::Cord(absl::StrJoin(lines, "\n")));
   return status;
+}
+
+Subject SubjectOf(const absl::Status& status) {
+  const auto payload = status.GetPayload(kSubjectPayloadUrl);
+  if (!payload.has_value()) return {};
+  std::vector<std::string> lines = absl::StrSplit(std::string(*payload), '\n');
+  Subject subject;
+  subject.check = lines.front();
+  subject.names.assign(lines.begin() + 1, lines.end());
+  return subject;
+}
+
+absl::Status Rephrase(const absl::Status& status, absl::string_view message) {
+  return Refuse(CategoryOf(status), status.code(), SubjectOf(status), message);
 }
 
 ErrorCategory CategoryOf(const absl::Status& status) {

@@ -28,7 +28,7 @@ TEST(Refuse, CarriesItsCategoryAndCanonicalCode) {
        "INVALID_HEADS"},
   };
   for (const Case& c : cases) {
-    const absl::Status status = Refuse(c.category, "message");
+    const absl::Status status = Refuse(c.category, {"range", {"x"}}, "message");
     EXPECT_EQ(status.code(), c.code) << c.name;
     EXPECT_EQ(CategoryOf(status), c.category) << c.name;
     EXPECT_EQ(CategoryName(c.category), c.name);
@@ -37,10 +37,28 @@ TEST(Refuse, CarriesItsCategoryAndCanonicalCode) {
 }
 
 TEST(Refuse, CodeCanBeOverriddenWithoutLosingTheCategory) {
-  const absl::Status status = Refuse(ErrorCategory::kPosition,
-                                     absl::StatusCode::kOutOfRange, "past end");
+  const absl::Status status =
+      Refuse(ErrorCategory::kPosition, absl::StatusCode::kOutOfRange,
+             {"rule", {"admit"}}, "past end");
   EXPECT_EQ(status.code(), absl::StatusCode::kOutOfRange);
   EXPECT_EQ(CategoryOf(status), ErrorCategory::kPosition);
+}
+
+// spec/harness.md#subjects: the subject travels with the status, names in
+// order, and survives a new message.
+TEST(Refuse, CarriesItsSubject) {
+  const Subject subject{"rule", {"recent_window", "budget"}};
+  const absl::Status status =
+      Refuse(ErrorCategory::kInvalidParameter, subject, "h2o: ...");
+  EXPECT_EQ(SubjectOf(status), subject);
+  EXPECT_EQ(SubjectText(SubjectOf(status)), "rule recent_window budget");
+  const absl::Status rephrased = Rephrase(status, "head 1: h2o: ...");
+  EXPECT_EQ(SubjectOf(rephrased), subject);
+  EXPECT_EQ(CategoryOf(rephrased), ErrorCategory::kInvalidParameter);
+  EXPECT_EQ(rephrased.code(), status.code());
+  EXPECT_EQ(rephrased.message(), "head 1: h2o: ...");
+  EXPECT_NE(SubjectOf(status), (Subject{"rule", {"budget", "recent_window"}}));
+  EXPECT_EQ(SubjectOf(absl::OkStatus()), Subject{});
 }
 
 TEST(CategoryOf, IsUnspecifiedForOkAndForeignStatuses) {
@@ -54,7 +72,8 @@ TEST(ReturnIfError, ReturnsTheFirstError) {
   auto f = [&]() -> absl::Status {
     KVSPEC_RETURN_IF_ERROR(absl::OkStatus());
     ++reached;
-    KVSPEC_RETURN_IF_ERROR(Refuse(ErrorCategory::kPosition, "stop"));
+    KVSPEC_RETURN_IF_ERROR(
+        Refuse(ErrorCategory::kPosition, {"range", {"admit"}}, "stop"));
     ++reached;
     return absl::OkStatus();
   };

@@ -27,7 +27,7 @@ absl::Status CheckQueryShape(const ScenarioStep& step, int64_t index,
                             uint64_t next_position, uint32_t query_heads) {
   if (step.queries.empty()) return absl::OkStatus();
   if (step.attention.has_value() || !step.heads.empty()) {
-    return Refuse(ErrorCategory::kAttentionLength,
+    return Refuse(ErrorCategory::kAttentionLength, {"length", {"queries"}},
                   absl::StrFormat("step %d: a step with query rows carries "
                                   "no other row (`attention` absent, `heads` "
                                   "empty)",
@@ -35,7 +35,7 @@ absl::Status CheckQueryShape(const ScenarioStep& step, int64_t index,
   }
   if (step.queries.size() % query_heads != 0 ||
       step.queries.size() / query_heads > step.admit) {
-    return Refuse(ErrorCategory::kAttentionLength,
+    return Refuse(ErrorCategory::kAttentionLength, {"length", {"queries"}},
                   absl::StrFormat("step %d: %d query rows for %d query heads; "
                                   "a step carries m rows per head, 1 <= m <= "
                                   "its admit (%d)",
@@ -47,7 +47,7 @@ absl::Status CheckQueryShape(const ScenarioStep& step, int64_t index,
   for (size_t i = 0; i < step.queries.size(); ++i) {
     const uint64_t query = first_query + i % rows;
     if (step.queries[i].size() != query + 1) {
-      return Refuse(ErrorCategory::kAttentionLength,
+      return Refuse(ErrorCategory::kAttentionLength, {"length", {"queries"}},
                     absl::StrFormat("step %d: the query row of head %d for "
                                     "position %d has %d weights; a query row "
                                     "covers positions 0..q: %d",
@@ -68,9 +68,10 @@ absl::Status CheckQueryWeights(const ScenarioStep& step, int64_t index,
   for (size_t i = 0; i < step.queries.size(); ++i) {
     absl::Status status =
         CheckWeights(absl::MakeConstSpan(step.queries[i]), index,
-                     [](size_t k) { return static_cast<Position>(k); });
+                     [](size_t k) { return static_cast<Position>(k); },
+                     "queries");
     if (!status.ok()) {
-      return Refuse(CategoryOf(status),
+      return Rephrase(status,
                     absl::StrFormat("query row of head %d for position %d: %s",
                                     i / rows, first_query + i % rows,
                                     status.message()));
@@ -86,7 +87,13 @@ absl::Status CheckTotalsShape(const ScenarioStep& step, int64_t index,
   if (step.totals.empty() && step.total_rows == 0) return absl::OkStatus();
   if (step.queries.empty() || step.totals.size() != query_heads ||
       step.total_rows == 0 || step.total_rows > step.admit) {
-    return Refuse(ErrorCategory::kAttentionLength,
+    // In the spec's order: query rows beside, one list per head, then
+    // total_rows in 1..admit.
+    const char* field =
+        step.queries.empty() || step.totals.size() != query_heads
+            ? "totals"
+            : "total_rows";
+    return Refuse(ErrorCategory::kAttentionLength, {"length", {field}},
                   absl::StrFormat("step %d: column totals need query rows "
                                   "beside them, one list per query head (%d) "
                                   "and total_rows 1..admit (%d); got %d "
@@ -99,7 +106,7 @@ absl::Status CheckTotalsShape(const ScenarioStep& step, int64_t index,
   const uint64_t positions = next_position + step.admit;
   for (size_t head = 0; head < step.totals.size(); ++head) {
     if (step.totals[head].size() != positions) {
-      return Refuse(ErrorCategory::kAttentionLength,
+      return Refuse(ErrorCategory::kAttentionLength, {"length", {"totals"}},
                     absl::StrFormat("step %d: the column totals of head %d "
                                     "hold %d values; they need one per "
                                     "position 0..%d: %d",
@@ -117,7 +124,7 @@ absl::Status CheckTotalsValues(const ScenarioStep& step, int64_t index) {
     const std::vector<double>& totals = step.totals[head];
     for (size_t position = 0; position < totals.size(); ++position) {
       if (TotalValid(totals[position])) continue;
-      return Refuse(ErrorCategory::kAttentionValue,
+      return Refuse(ErrorCategory::kAttentionValue, {"value", {"totals"}},
                     absl::StrFormat("step %d: the column total of head %d for "
                                     "position %d is %s; totals must be finite "
                                     "and >= +0.0",
@@ -134,6 +141,7 @@ absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
                                uint64_t next_position, uint32_t query_heads) {
   if (step.admit == 0) {
     return Refuse(ErrorCategory::kPosition, absl::StatusCode::kInvalidArgument,
+                  {"range", {"admit"}},
                   absl::StrFormat("step %d: a step must admit at least one "
                                   "position, got admit 0",
                                   index));
@@ -141,20 +149,21 @@ absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
   const uint64_t last = next_position + step.admit - 1;
   if (last > std::numeric_limits<Position>::max()) {
     return Refuse(ErrorCategory::kPosition, absl::StatusCode::kOutOfRange,
+                  {"rule", {"admit"}},
                   absl::StrFormat("step %d: positions %d..%d run past the "
                                   "largest position 2^32 - 1",
                                   index, next_position, last));
   }
   // heads.md#rows-per-head: which field carries the rows, and how many.
   if (query_heads == 1 && !step.heads.empty()) {
-    return Refuse(ErrorCategory::kAttentionLength,
+    return Refuse(ErrorCategory::kAttentionLength, {"length", {"heads"}},
                   absl::StrFormat("step %d: a scenario with one query head "
                                   "carries its row in `attention`; `heads` "
                                   "must be empty, got %d rows",
                                   index, step.heads.size()));
   }
   if (query_heads > 1 && step.attention.has_value()) {
-    return Refuse(ErrorCategory::kAttentionLength,
+    return Refuse(ErrorCategory::kAttentionLength, {"length", {"attention"}},
                   absl::StrFormat("step %d: a scenario with %d query heads "
                                   "carries its rows in `heads`; `attention` "
                                   "must be absent",
@@ -162,7 +171,7 @@ absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
   }
   if (query_heads > 1 && !step.heads.empty() &&
       step.heads.size() != query_heads) {
-    return Refuse(ErrorCategory::kAttentionLength,
+    return Refuse(ErrorCategory::kAttentionLength, {"length", {"heads"}},
                   absl::StrFormat("step %d: %d head rows for %d query heads; "
                                   "a step needs one row per query head",
                                   index, step.heads.size(), query_heads));
@@ -183,6 +192,7 @@ absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
     if (row.size() != next_position) {
       return Refuse(
           ErrorCategory::kAttentionLength,
+          {"length", {query_heads == 1 ? "attention" : "heads"}},
           absl::StrFormat("step %d: the attention row%s has %d weights but "
                           "%d positions were admitted before this step; it "
                           "needs one per position",
@@ -199,11 +209,12 @@ absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
   for (uint32_t head = 0; head < query_heads; ++head) {
     absl::Status status =
         CheckWeights(absl::MakeConstSpan(RowOf(step, head)), index,
-                     [](size_t i) { return static_cast<Position>(i); });
+                     [](size_t i) { return static_cast<Position>(i); },
+                     query_heads == 1 ? "attention" : "heads");
     if (!status.ok()) {
       if (query_heads == 1) return status;
-      return Refuse(CategoryOf(status),
-                    absl::StrFormat("head %d: %s", head, status.message()));
+      return Rephrase(status,
+                      absl::StrFormat("head %d: %s", head, status.message()));
     }
   }
   KVSPEC_RETURN_IF_ERROR(
@@ -260,7 +271,7 @@ RunResult RunTraceScenario(Policy& policy, const Scenario& scenario,
 // and a trace are not both given, and the head counts are valid.
 absl::Status CheckScenarioShape(const Scenario& scenario) {
   if (scenario.trace.has_value() && !scenario.steps.empty()) {
-    return Refuse(ErrorCategory::kInvalidTrace,
+    return Refuse(ErrorCategory::kInvalidTrace, {"rule", {"steps", "trace"}},
                   "a scenario has either steps or a trace, not both");
   }
   return CheckHeadCounts(HeadsOf(scenario));
@@ -588,7 +599,7 @@ RunResult RunScenario(Policy& policy, const Scenario& scenario,
   if (policy.heads() != heads.query_heads) {
     RunResult result;
     result.refusal = Refuse(
-        ErrorCategory::kInvalidHeads,
+        ErrorCategory::kInvalidHeads, {"rule", {"query_heads"}},
         absl::StrFormat("the policy covers %d query heads but the scenario "
                         "has %d; build it with MakePolicy(config, %d)",
                         policy.heads(), heads.query_heads, heads.query_heads));

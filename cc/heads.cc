@@ -21,17 +21,18 @@ std::optional<int64_t> HeadParameterValue(absl::string_view parameter,
 
 absl::Status CheckHeadCounts(const HeadCounts& heads) {
   if (heads.query_heads < 1 || heads.query_heads > kMaxHeads) {
-    return Refuse(ErrorCategory::kInvalidHeads,
+    return Refuse(ErrorCategory::kInvalidHeads, {"range", {"query_heads"}},
                   absl::StrFormat("query_heads must be in [1, %d], got %d",
                                   kMaxHeads, heads.query_heads));
   }
   if (heads.kv_heads < 1 || heads.kv_heads > kMaxHeads) {
-    return Refuse(ErrorCategory::kInvalidHeads,
+    return Refuse(ErrorCategory::kInvalidHeads, {"range", {"kv_heads"}},
                   absl::StrFormat("kv_heads must be in [1, %d], got %d",
                                   kMaxHeads, heads.kv_heads));
   }
   if (heads.query_heads % heads.kv_heads != 0) {
     return Refuse(ErrorCategory::kInvalidHeads,
+                  {"rule", {"kv_heads", "query_heads"}},
                   absl::StrFormat("kv_heads must divide query_heads, got "
                                   "query_heads %d, kv_heads %d",
                                   heads.query_heads, heads.kv_heads));

@@ -34,7 +34,7 @@ bool TotalValid(double total) {
 }
 
 absl::Status WeightError(float weight, int64_t step, size_t index,
-                         Position position) {
+                         Position position, const char* field) {
   const char* problem = nullptr;
   if (std::isnan(weight)) {
     problem = "is NaN";
@@ -44,7 +44,7 @@ absl::Status WeightError(float weight, int64_t step, size_t index,
     problem = "is negative (sign bit set)";
   }
   if (problem == nullptr) return absl::OkStatus();
-  return Refuse(ErrorCategory::kAttentionValue,
+  return Refuse(ErrorCategory::kAttentionValue, {"value", {field}},
                 absl::StrFormat("step %d: attention weight %d (position %d) "
                                 "%s: %s; weights must be finite and >= +0.0",
                                 step, index, position, problem,
@@ -54,12 +54,13 @@ absl::Status WeightError(float weight, int64_t step, size_t index,
 absl::Status Policy::Validate(const StepInput& input) const {
   if (input.count == 0) {
     return Refuse(ErrorCategory::kPosition, absl::StatusCode::kInvalidArgument,
+                  {"range", {"admit"}},
                   absl::StrFormat("step %d: a step must admit at least one "
                                   "position, got count 0",
                                   steps_done_));
   }
   if (last_admitted_.has_value() && input.first <= *last_admitted_) {
-    return Refuse(ErrorCategory::kPosition,
+    return Refuse(ErrorCategory::kPosition, {"rule", {"admit"}},
                   absl::StrFormat("step %d: position %d is not above the last "
                                   "admitted position %d",
                                   steps_done_, input.first, *last_admitted_));
@@ -67,6 +68,7 @@ absl::Status Policy::Validate(const StepInput& input) const {
   const uint64_t last = uint64_t{input.first} + input.count - 1;
   if (last > std::numeric_limits<Position>::max()) {
     return Refuse(ErrorCategory::kPosition, absl::StatusCode::kOutOfRange,
+                  {"rule", {"admit"}},
                   absl::StrFormat("step %d: positions %d..%d run past the "
                                   "largest position 2^32 - 1",
                                   steps_done_, input.first, last));
@@ -74,7 +76,7 @@ absl::Status Policy::Validate(const StepInput& input) const {
   if (input.attention.has_value()) {
     const absl::Span<const float> weights = *input.attention;
     if (weights.size() != heads_ * kept_.size()) {
-      return Refuse(ErrorCategory::kAttentionLength,
+      return Refuse(ErrorCategory::kAttentionLength, {"length", {"attention"}},
                     absl::StrFormat("step %d: attention has %d weights but %d "
                                     "positions are kept; it needs one per "
                                     "kept position%s",
@@ -86,7 +88,8 @@ absl::Status Policy::Validate(const StepInput& input) const {
     }
     KVSPEC_RETURN_IF_ERROR(
         CheckWeights(weights, steps_done_,
-                     [this](size_t i) { return kept_[i % kept_.size()]; }));
+                     [this](size_t i) { return kept_[i % kept_.size()]; },
+                     "attention"));
   }
   if (input.queries.has_value()) {
     // spec/prefill.md#checks, for a direct call: no row beside the query
@@ -96,7 +99,7 @@ absl::Status Policy::Validate(const StepInput& input) const {
     if (input.attention.has_value() || input.query_rows == 0 ||
         input.query_rows > input.count ||
         input.queries->size() != heads_ * rows.PerHead()) {
-      return Refuse(ErrorCategory::kAttentionLength,
+      return Refuse(ErrorCategory::kAttentionLength, {"length", {"queries"}},
                     absl::StrFormat("step %d: query rows must be 1..%d rows "
                                     "per head (the step admits %d), with no "
                                     "attention row beside them, holding %d "
@@ -110,7 +113,8 @@ absl::Status Policy::Validate(const StepInput& input) const {
                                         : ""));
     }
     KVSPEC_RETURN_IF_ERROR(CheckWeights(*input.queries, steps_done_,
-                                        [](size_t i) { return Position(i); }));
+                                        [](size_t i) { return Position(i); },
+                                        "queries"));
   }
   if (input.totals.has_value() || input.total_rows != 0) {
     // spec/prefill.md#their-checks, for a direct call: beside query rows,
@@ -120,7 +124,7 @@ absl::Status Policy::Validate(const StepInput& input) const {
     if (!input.queries.has_value() || !input.totals.has_value() ||
         input.total_rows == 0 || input.total_rows > input.count ||
         input.totals->size() != heads_ * kept_after) {
-      return Refuse(ErrorCategory::kAttentionLength,
+      return Refuse(ErrorCategory::kAttentionLength, {"length", {"totals"}},
                     absl::StrFormat("step %d: column totals need query rows "
                                     "beside them, total_rows 1..%d and %d "
                                     "values; got total_rows %d, %d values",
@@ -132,7 +136,7 @@ absl::Status Policy::Validate(const StepInput& input) const {
     }
     for (size_t i = 0; i < input.totals->size(); ++i) {
       if (TotalValid((*input.totals)[i])) continue;
-      return Refuse(ErrorCategory::kAttentionValue,
+      return Refuse(ErrorCategory::kAttentionValue, {"value", {"totals"}},
                     absl::StrFormat("step %d: column total %d is %s; totals "
                                     "must be finite and >= +0.0",
                                     steps_done_, i,

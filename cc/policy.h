@@ -268,10 +268,12 @@ class Policy {
 
 // Checks attention weights against spec/harness.md#attention-weights: each is
 // finite and its sign bit is clear. `step` and `position_of(i)` name the
-// offending weight in the message. Refusal: ATTENTION_VALUE.
+// offending weight in the message; `field` is the wire field that holds the
+// weights ("attention", "heads", "queries"), the refusal's subject
+// (spec/harness.md#subjects). Refusal: ATTENTION_VALUE.
 template <typename PositionOf>
 absl::Status CheckWeights(absl::Span<const float> weights, int64_t step,
-                          PositionOf position_of);
+                          PositionOf position_of, const char* field);
 
 // Removes the elements at `slots` (ascending indices) from `values`,
 // keeping the order of the rest: each run of survivors between two removed
@@ -292,7 +294,7 @@ void EraseSlots(std::vector<T>& values, absl::Span<const size_t> slots) {
 
 // Implementation details below.
 absl::Status WeightError(float weight, int64_t step, size_t index,
-                         Position position);
+                         Position position, const char* field);
 
 // True when every weight is finite with its sign bit clear: one pass over
 // the bits, so the common case costs no more than reading the weights.
@@ -303,11 +305,12 @@ bool TotalValid(double total);
 
 template <typename PositionOf>
 absl::Status CheckWeights(absl::Span<const float> weights, int64_t step,
-                          PositionOf position_of) {
+                          PositionOf position_of, const char* field) {
   if (AllWeightsValid(weights)) return absl::OkStatus();
   // Some weight is bad: find the first and say what is wrong with it.
   for (size_t i = 0; i < weights.size(); ++i) {
-    absl::Status status = WeightError(weights[i], step, i, position_of(i));
+    absl::Status status =
+        WeightError(weights[i], step, i, position_of(i), field);
     if (!status.ok()) return status;
   }
   return absl::OkStatus();

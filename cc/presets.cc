@@ -115,7 +115,7 @@ void Set(PolicyConfig& config, const std::string& name, int64_t value) {
 // spec/spans.md#presets: the derived parameter of an engine preset.
 absl::Status Derive(const Preset& preset, PolicyConfig& config) {
   const auto missing = [&](const char* what) {
-    return Refuse(ErrorCategory::kInvalidParameter,
+    return Refuse(ErrorCategory::kInvalidParameter, {"rule", {"preset"}},
                   absl::StrFormat("%s: preset %s needs %s", config.name,
                                   preset.name, what));
   };
@@ -135,7 +135,7 @@ absl::Status Derive(const Preset& preset, PolicyConfig& config) {
               : span->value;
       if (budget < 1) {
         return Refuse(
-            ErrorCategory::kInvalidParameter,
+            ErrorCategory::kInvalidParameter, {"rule", {"preset"}},
             absl::StrFormat("%s: preset %s needs a window of at least 2 (it "
                             "keeps window - 1 positions), got %s %d",
                             config.name, preset.name, span->name, span->value));
@@ -184,7 +184,7 @@ absl::StatusOr<PolicyConfig> ExpandPreset(const PolicyConfig& config,
     KVSPEC_RETURN_IF_ERROR(Derive(preset, expanded));
     return expanded;
   }
-  return Refuse(ErrorCategory::kInvalidParameter,
+  return Refuse(ErrorCategory::kInvalidParameter, {"unknown", {"preset"}},
                 absl::StrFormat("%s: unknown preset '%s'; %s", config.name,
                                 name,
                                 known.empty()

@@ -179,6 +179,11 @@ v1::EvictionLog ToProto(const RunResult& result) {
         static_cast<v1::ErrorCategory>(CategoryOf(result.refusal)));
     rejection->set_step(static_cast<int32_t>(result.refused_step));
     rejection->set_message(std::string(result.refusal.message()));
+    const Subject subject = SubjectOf(result.refusal);
+    rejection->mutable_subject()->set_check(subject.check);
+    for (const std::string& name : subject.names) {
+      rejection->mutable_subject()->add_names(name);
+    }
   }
   return log;
 }
@@ -193,8 +198,12 @@ RunResult FromProto(const v1::EvictionLog& log) {
     result.steps.push_back(RecordOf(step));
   }
   if (log.has_rejection()) {
-    result.refusal = Refuse(static_cast<ErrorCategory>(log.rejection().category()),
-                            log.rejection().message());
+    const v1::Subject& subject = log.rejection().subject();
+    result.refusal = Refuse(
+        static_cast<ErrorCategory>(log.rejection().category()),
+        Subject{subject.check(),
+                {subject.names().begin(), subject.names().end()}},
+        log.rejection().message());
     result.refused_step = log.rejection().step();
   }
   return result;

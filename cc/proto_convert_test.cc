@@ -43,7 +43,8 @@ TEST(ProtoConvert, PolicyConfigRoundTrips) {
 TEST(ProtoConvert, EvictionLogCarriesStepsAndRejectionCategory) {
   RunResult result;
   result.steps.push_back({{0, 1}, 3, 2});
-  result.refusal = Refuse(ErrorCategory::kAttentionValue, "bad");
+  result.refusal =
+      Refuse(ErrorCategory::kAttentionValue, {"value", {"heads"}}, "bad");
   result.refused_step = 1;
   const v1::EvictionLog log = ToProto(result);
   ASSERT_EQ(log.steps_size(), 1);
@@ -53,6 +54,13 @@ TEST(ProtoConvert, EvictionLogCarriesStepsAndRejectionCategory) {
   EXPECT_TRUE(log.has_rejection());
   EXPECT_EQ(log.rejection().category(), v1::ATTENTION_VALUE);
   EXPECT_EQ(log.rejection().step(), 1);
+  EXPECT_EQ(log.rejection().subject().check(), "value");
+  ASSERT_EQ(log.rejection().subject().names_size(), 1);
+  EXPECT_EQ(log.rejection().subject().names(0), "heads");
+  // And back.
+  const RunResult back = FromProto(log);
+  EXPECT_EQ(SubjectOf(back.refusal), (Subject{"value", {"heads"}}));
+  EXPECT_EQ(CategoryOf(back.refusal), ErrorCategory::kAttentionValue);
 }
 
 TEST(ProtoConvert, CleanRunHasNoRejection) {

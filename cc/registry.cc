@@ -42,7 +42,7 @@ absl::StatusOr<std::vector<int64_t>> ResolveParameters(
       std::vector<std::string> known;
       for (const ParameterInfo& p : info.parameters) known.push_back(p.name);
       return Refuse(
-          ErrorCategory::kInvalidParameter,
+          ErrorCategory::kInvalidParameter, {"unknown", {parameter.name}},
           absl::StrFormat("%s: unknown parameter '%s'; %s takes %s", info.name,
                           parameter.name, info.name,
                           known.empty() ? "no parameters"
@@ -50,6 +50,7 @@ absl::StatusOr<std::vector<int64_t>> ResolveParameters(
     }
     if (values[index].has_value()) {
       return Refuse(ErrorCategory::kInvalidParameter,
+                    {"repeated", {parameter.name}},
                     absl::StrFormat("%s: parameter '%s' is given twice",
                                     info.name, parameter.name));
     }
@@ -60,7 +61,8 @@ absl::StatusOr<std::vector<int64_t>> ResolveParameters(
     const ParameterInfo& p = info.parameters[i];
     if (!values[i].has_value()) {
       if (!p.default_value.has_value()) {
-        return Refuse(ErrorCategory::kInvalidParameter,
+        // Unreachable for the registered policies: each has a default.
+        return Refuse(ErrorCategory::kInvalidParameter, {"range", {p.name}},
                       absl::StrFormat("%s: parameter '%s' is required (%s)",
                                       info.name, p.name, p.meaning));
       }
@@ -68,7 +70,7 @@ absl::StatusOr<std::vector<int64_t>> ResolveParameters(
     }
     const int64_t value = *values[i];
     if (value < p.min || value > p.max) {
-      return Refuse(ErrorCategory::kInvalidParameter,
+      return Refuse(ErrorCategory::kInvalidParameter, {"range", {p.name}},
                     absl::StrFormat("%s: %s must be in [%d, %d], got %d",
                                     info.name, p.name, p.min, p.max, value));
     }
@@ -113,7 +115,7 @@ absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const PolicyConfig& config,
   }
   std::vector<std::string> names;
   for (const PolicyEntry* entry : Entries()) names.push_back(entry->info.name);
-  return Refuse(ErrorCategory::kUnknownPolicy,
+  return Refuse(ErrorCategory::kUnknownPolicy, {"unknown", {"name"}},
                 absl::StrFormat("unknown policy '%s'; the registry has %s",
                                 config.name, absl::StrJoin(names, ", ")));
 }

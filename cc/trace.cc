@@ -18,9 +18,14 @@ double Jitter(uint64_t seed, uint64_t step, Position position) {
   return Unit(Mix64(Mix64(seed ^ 0x6a09e667f3bcc909ULL ^ step) + position));
 }
 
+// spec/harness.md#subjects: a trace parameter is named "trace.<field>".
+Subject TraceRange(const char* parameter) {
+  return {"range", {std::string("trace.") + parameter}};
+}
+
 absl::Status Invalid(const char* parameter, const std::string& value,
                      const char* rule) {
-  return Refuse(ErrorCategory::kInvalidTrace,
+  return Refuse(ErrorCategory::kInvalidTrace, TraceRange(parameter),
                 absl::StrFormat("trace: %s must be %s, got %s", parameter,
                                 rule, value));
 }
@@ -28,7 +33,7 @@ absl::Status Invalid(const char* parameter, const std::string& value,
 absl::Status CheckCount(const char* parameter, uint64_t value, uint64_t low,
                         uint64_t high) {
   if (value >= low && value <= high) return absl::OkStatus();
-  return Refuse(ErrorCategory::kInvalidTrace,
+  return Refuse(ErrorCategory::kInvalidTrace, TraceRange(parameter),
                 absl::StrFormat("trace: %s must be in [%d, %d], got %d",
                                 parameter, low, high, value));
 }

@@ -90,7 +90,8 @@ struct Divergence {
   int victim_index = -1;
   // Rank of the first differing cut entry (position or score bits), or -1.
   int cut_rank = -1;
-  // "INVALID_PARAMETER at step -1", or "no rejection".
+  // "INVALID_PARAMETER (range budget) at step -1", or "no rejection"; the
+  // subject only when subjects are compared.
   std::string expected_rejection, actual_rejection;
   int expected_steps = 0, actual_steps = 0;
 };
@@ -147,10 +148,19 @@ bool MatchesPattern(const std::string& id, const std::string& pattern);
 // differing victim and cut entry marked, long lists cut around them. `replay`
 // is the one-line command that reruns the case alone. `divergence`, when
 // given, receives the same in structured form (unchanged on a pass).
+// `compare_subjects`: compare a rejection's subject too
+// (spec/harness.md#subjects), for a port of spec 0.11.0 or later.
 Outcome CompareLogs(const kvspec::v1::EvictionLog& expected,
                     const kvspec::v1::EvictionLog& actual,
                     const std::string& replay, std::string& detail,
-                    Divergence* divergence = nullptr);
+                    Divergence* divergence = nullptr,
+                    bool compare_subjects = true);
+
+// The spec version since which a rejection carries its subject
+// (spec/harness.md#subjects), and whether a port declaring
+// `port_spec_version` is judged on it: false for an older or malformed one.
+inline constexpr char kSubjectsSince[] = "0.11.0";
+bool ComparesSubjects(const std::string& port_spec_version);
 
 // `text` quoted for /bin/sh: in single quotes, each ' written as '\''.
 std::string ShellQuote(const std::string& text);

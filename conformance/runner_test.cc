@@ -456,6 +456,79 @@ TEST(CompareLogs, FindsTheFirstDifferingKeptSet) {
       << detail;
 }
 
+// spec/harness.md#subjects: a refusal of the right category and step with
+// another subject is a mismatch for a port of 0.11.0 or later, and its
+// detail shows both subjects; an older port is judged on category and step.
+TEST(CompareLogs, ComparesTheSubjectFromSpec0_11_0) {
+  kvspec::v1::EvictionLog expected;
+  auto* rejection = expected.mutable_rejection();
+  rejection->set_category(kvspec::v1::INVALID_PARAMETER);
+  rejection->set_step(-1);
+  rejection->mutable_subject()->set_check("range");
+  rejection->mutable_subject()->add_names("budget");
+  kvspec::v1::EvictionLog actual = expected;
+  actual.mutable_rejection()->mutable_subject()->set_check("unknown");
+  std::string detail;
+  EXPECT_EQ(CompareLogs(expected, actual, "replay", detail, nullptr, true),
+            Outcome::kMismatch);
+  EXPECT_NE(detail.find("INVALID_PARAMETER (range budget) at step -1"),
+            std::string::npos)
+      << detail;
+  EXPECT_NE(detail.find("INVALID_PARAMETER (unknown budget) at step -1"),
+            std::string::npos)
+      << detail;
+  EXPECT_EQ(CompareLogs(expected, actual, "replay", detail, nullptr, false),
+            Outcome::kPass);
+  // Names in order, and none missing or added.
+  actual = expected;
+  actual.mutable_rejection()->mutable_subject()->add_names("sinks");
+  EXPECT_EQ(CompareLogs(expected, actual, "replay", detail, nullptr, true),
+            Outcome::kMismatch);
+  actual.mutable_rejection()->clear_subject();
+  EXPECT_EQ(CompareLogs(expected, actual, "replay", detail, nullptr, true),
+            Outcome::kMismatch);
+  EXPECT_NE(detail.find("(none)"), std::string::npos) << detail;
+  EXPECT_EQ(CompareLogs(expected, expected, "replay", detail, nullptr, true),
+            Outcome::kPass);
+
+  EXPECT_FALSE(ComparesSubjects("0.10.0"));
+  EXPECT_FALSE(ComparesSubjects("0.9.12"));
+  EXPECT_FALSE(ComparesSubjects("garbage"));
+  EXPECT_TRUE(ComparesSubjects("0.11.0"));
+  EXPECT_TRUE(ComparesSubjects("0.12.3"));
+  EXPECT_TRUE(ComparesSubjects("1.0.0"));
+}
+
+// The finding of issue 33: a port that declares a parameter and ignores it
+// refuses it as unknown, with the right category. From 0.11.0 it fails
+// every case whose refusal is not of an unknown parameter; a port
+// declaring 0.10.0 is judged as before and passes them.
+TEST(Runner, ARangeOrRuleRefusedAsUnknownFailsFromSpec0_11_0) {
+  for (const char* version : {"", "0.10.0"}) {
+    RunnerOptions options = Fake("unknown_subject", "*", "h2o/refusal/*");
+    if (*version != '\0') {
+      options.port_command += std::string(" --spec_version=") + version;
+    }
+    const auto report = RunConformance(Vectors(), options);
+    ASSERT_TRUE(report.ok()) << report.status();
+    int unknown = 0, other = 0;
+    for (const CaseReport& c : report->cases) {
+      const auto* loaded = vectors::FindCase(Vectors(), c.id);
+      ASSERT_NE(loaded, nullptr) << c.id;
+      const auto& rejection = loaded->vector->expected().rejection();
+      ASSERT_EQ(rejection.category(), kvspec::v1::INVALID_PARAMETER) << c.id;
+      const bool is_unknown = rejection.subject().check() == "unknown";
+      (is_unknown ? unknown : other) += 1;
+      const Outcome want =
+          is_unknown || *version != '\0' ? Outcome::kPass : Outcome::kMismatch;
+      EXPECT_EQ(c.outcome, want) << version << " " << c.id << ": " << c.detail;
+    }
+    // The family holds both kinds (counted from the vectors).
+    EXPECT_GE(unknown, 1);
+    EXPECT_GE(other, 2);
+  }
+}
+
 // spec/protocol.md#features: a port of spec 0.1.0 that declares no features
 // and ignores every field it does not know (the partial port: the reference
 // behind a filter that drops those fields and refuses later parameters) is

@@ -20,6 +20,7 @@
 #include "tools/census/combinations.h"
 #include "tools/search/generator.h"
 #include "tools/census/examples.h"
+#include "tools/census/subjects.h"
 #include "tools/vectors/load.h"
 
 ABSL_FLAG(bool, census, false,
@@ -112,6 +113,10 @@ int Main(const std::vector<char*>& args) {
     audit::CensusResult result = audit::RunCensus(kept);
     const int examples =
         audit::CheckWorkedExamples(kept, absl::GetFlag(FLAGS_spec), result.failures);
+    // Refusal subjects (tools/census/subjects.h): each the spec gives has
+    // a case, and each case's is one the spec gives.
+    const int subjects =
+        audit::CheckSubjects(kept, absl::GetFlag(FLAGS_spec), result.failures);
     // Features in combination (tools/census/combinations.h): every one the
     // search's first cases decide, some vector decides too.
     const audit::CombinationCounts combinations =
@@ -131,6 +136,8 @@ int Main(const std::vector<char*>& args) {
     }
     std::printf("%d worked examples in %s checked\n", examples,
                 absl::GetFlag(FLAGS_spec).c_str());
+    std::printf("%d distinct refusal subjects in the vectors\n",
+                subjects);
     std::printf("%zu feature combinations decided by the vectors, against the "
                 "search's first %lld cases\n",
                 combinations.vectors.size(),

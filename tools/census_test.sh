@@ -53,4 +53,6 @@ expect_failure "parameter matrix: no case gives tova the parameter 'normalize' (
   harness/foreign-parameter/tova-normalize
 expect_failure "combination trace + ratio: " \
   search/combination/trace-with-ratio
+expect_failure "no case is refused with subject \`rule pool_kernel\`" \
+  snapkv/refusal/pool-kernel-even
 exit $status

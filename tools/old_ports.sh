@@ -23,6 +23,7 @@ VERSIONS=(
   "0.7.0 5abcd81"
   "0.8.0 55323d7"
   "0.9.0 b12fd29"
+  "0.10.0 af4a845"
 )
 runner="${1:-}"
 if [[ -z "$runner" ]]; then

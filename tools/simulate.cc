@@ -333,8 +333,9 @@ void PrintCuts(const StepRecord& record) {
 
 void PrintRefusal(const RunResult& result) {
   const std::string line = absl::StrFormat(
-      "refused at step %d (%s): %s\n", result.refused_step,
-      CategoryName(CategoryOf(result.refusal)), result.refusal.message());
+      "refused at step %d (%s, %s): %s\n", result.refused_step,
+      CategoryName(CategoryOf(result.refusal)),
+      SubjectText(SubjectOf(result.refusal)), result.refusal.message());
   if (g_text != nullptr) {
     Text("%s", line);
   } else {
@@ -862,6 +863,7 @@ void WriteFooter(JsonWriter& json, KeptMode mode,
     json.BeginObject();
     json.IntField("step", result.refused_step);
     json.StringField("category", CategoryName(CategoryOf(result.refusal)));
+    json.StringField("subject", SubjectText(SubjectOf(result.refusal)));
     json.StringField("message", result.refusal.message());
     json.EndObject();
   }

@@ -392,18 +392,18 @@ PY
 "$SIMULATE" --scenario="$TMP/nan.pb" --policy=h2o --params=budget=1,recent_window=0 \
   --json="$TMP/nan.json" >"$TMP/nan.txt" 2>&1
 [[ $? -eq 1 ]] || fail "a refused step with --json must exit 1"
-grep -q "refused at step 1 (ATTENTION_VALUE)" "$TMP/nan.txt" || fail "NaN text: $(cat "$TMP/nan.txt")"
+grep -q "refused at step 1 (ATTENTION_VALUE, value attention)" "$TMP/nan.txt" || fail "NaN text: $(cat "$TMP/nan.txt")"
 check "refusals in the JSON" "$TMP/refused.json" "$TMP/nan.json" <<'PY'
 import sys
 from common import load
 d = load(sys.argv[1])
 r = d["refusal"]
-assert (r["step"], r["category"]) == (-1, "INVALID_PARAMETER"), r
+assert (r["step"], r["category"], r["subject"]) == (-1, "INVALID_PARAMETER", "range budget"), r
 assert "budget must be in [1, 4294967295], got 0" in r["message"]
 assert d["steps"] == [] and d["kept_sets"] == [] and d["effective_parameters"] is None
 d = load(sys.argv[2])
 r = d["refusal"]
-assert (r["step"], r["category"]) == (1, "ATTENTION_VALUE"), r
+assert (r["step"], r["category"], r["subject"]) == (1, "ATTENTION_VALUE", "value attention"), r
 assert [s["index"] for s in d["steps"]] == [0]
 assert d["kept_at_end"] == [{"set": 0, "kept": [1]}]  # budget 1, chunk 0..1
 PY

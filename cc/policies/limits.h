@@ -58,6 +58,7 @@ inline absl::Status CheckRecentWindow(const char* policy, int64_t budget,
                                       int64_t recent_window) {
   if (recent_window < budget) return absl::OkStatus();
   return Refuse(ErrorCategory::kInvalidParameter,
+                {"rule", {"recent_window", "budget"}},
                 absl::StrFormat("%s: recent_window must be below budget, got "
                                 "recent_window %d, budget %d",
                                 policy, recent_window, budget));
@@ -102,12 +103,14 @@ inline absl::Status CheckSpanRules(const char* policy, int64_t span_window,
                                    int64_t prefill_only, int64_t ratio_ppm) {
   if (span_window > 0 && span_chunk > 0) {
     return Refuse(ErrorCategory::kInvalidParameter,
+                  {"rule", {"span_window", "span_chunk"}},
                   absl::StrFormat("%s: span_window and span_chunk cannot both "
                                   "be set, got span_window %d, span_chunk %d",
                                   policy, span_window, span_chunk));
   }
   if (evict_at > 0 && prefill_only > 0) {
     return Refuse(ErrorCategory::kInvalidParameter,
+                  {"rule", {"evict_at", "prefill_only"}},
                   absl::StrFormat("%s: evict_at %d needs prefill_only 0 (a "
                                   "prefill budget evicts after admission), "
                                   "got prefill_only %d",
@@ -115,6 +118,7 @@ inline absl::Status CheckSpanRules(const char* policy, int64_t span_window,
   }
   if (evict_at > 0 && ratio_ppm > 0) {
     return Refuse(ErrorCategory::kInvalidParameter,
+                  {"rule", {"evict_at", "ratio_ppm"}},
                   absl::StrFormat("%s: evict_at %d needs ratio_ppm 0 (a "
                                   "prefill budget evicts after admission), "
                                   "got ratio_ppm %d",
@@ -133,6 +137,7 @@ inline absl::Status CheckContextShiftRules(const char* policy,
                                            std::optional<int64_t> sinks) {
   if (discard > 0 && context_shift == 0) {
     return Refuse(ErrorCategory::kInvalidParameter,
+                  {"rule", {"discard", "context_shift"}},
                   absl::StrFormat("%s: discard %d needs context_shift 1 (only "
                                   "a context shift discards), got "
                                   "context_shift 0",
@@ -148,6 +153,7 @@ inline absl::Status CheckContextShiftRules(const char* policy,
   for (const auto& other : others) {
     if (other.value != 0) {
       return Refuse(ErrorCategory::kInvalidParameter,
+                    {"rule", {"context_shift", other.name}},
                     absl::StrFormat("%s: context_shift 1 needs %s 0 (the "
                                     "shift is its own moment to make room), "
                                     "got %s %d",
@@ -158,12 +164,14 @@ inline absl::Status CheckContextShiftRules(const char* policy,
   // A full cache must have a position to discard and one to keep.
   if (sinks.has_value() && budget - *sinks < 2) {
     return Refuse(ErrorCategory::kInvalidParameter,
+                  {"rule", {"context_shift", "budget", "sinks"}},
                   absl::StrFormat("%s: context_shift 1 needs budget - sinks "
                                   ">= 2, got budget %d, sinks %d",
                                   policy, budget, *sinks));
   }
   if (!sinks.has_value() && budget < 2) {
     return Refuse(ErrorCategory::kInvalidParameter,
+                  {"rule", {"context_shift", "budget"}},
                   absl::StrFormat("%s: context_shift 1 needs budget >= 2, "
                                   "got budget %d",
                                   policy, budget));

@@ -69,6 +69,7 @@ inline absl::Status CheckPrefillRules(const char* name,
   const int64_t ratio_ppm = values.Get("ratio_ppm");
   if (has_recent_window && ratio_ppm > 0 && values.Get("recent_window") != 0) {
     return Refuse(ErrorCategory::kInvalidParameter,
+                  {"rule", {"ratio_ppm", "recent_window"}},
                   absl::StrFormat("%s: ratio_ppm above 0 requires "
                                   "recent_window 0, got ratio_ppm %d, "
                                   "recent_window %d",
@@ -78,7 +79,12 @@ inline absl::Status CheckPrefillRules(const char* name,
     const bool window_outside =
         has_window_budget && values.Get("window_budget") == 1;
     if (values.Get("prefill_only") != 0 || ratio_ppm != 0 || window_outside) {
+      // The subject names the first of the three that is not 0.
+      const char* other = values.Get("prefill_only") != 0 ? "prefill_only"
+                          : ratio_ppm != 0               ? "ratio_ppm"
+                                                         : "window_budget";
       return Refuse(ErrorCategory::kInvalidParameter,
+                    {"rule", {"adaptive", other}},
                     absl::StrFormat("%s: adaptive 1 requires prefill_only 0, "
                                     "ratio_ppm 0%s (AdaKV at prefill is not "
                                     "pinned), got prefill_only %d, ratio_ppm "

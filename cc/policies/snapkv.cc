@@ -249,7 +249,7 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeSnapKv(
   KVSPEC_RETURN_IF_ERROR(CheckRecentWindow("snapkv", budget, recent_window));
   // snapkv.md#parameters: an even kernel has no centre.
   if (pool_kernel % 2 == 0) {
-    return Refuse(ErrorCategory::kInvalidParameter,
+    return Refuse(ErrorCategory::kInvalidParameter, {"rule", {"pool_kernel"}},
                   absl::StrFormat("snapkv: pool_kernel must be odd, got %d",
                                   pool_kernel));
   }

@@ -132,6 +132,7 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeStreamingLlm(
   // position, or a newly admitted position could never be kept.
   if (sinks >= budget) {
     return Refuse(ErrorCategory::kInvalidParameter,
+                  {"rule", {"sinks", "budget"}},
                   absl::StrFormat("streamingllm: sinks must be below budget "
                                   "(the rolling window budget - sinks must "
                                   "hold at least one position), got sinks "

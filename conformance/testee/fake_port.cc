@@ -65,6 +65,11 @@ int main(int argc, char** argv) {
     if (!message.ParseFromString(payload)) return 1;
     kvspec::conformance::v1::PortMessage reply = kvspec::Answer(message);
     if (message.has_hello()) {
+      // --spec_version=X: declares that spec version instead of the
+      // reference's (an older port's refusals are judged without subjects).
+      if (const std::string v = Arg(argc, argv, "spec_version"); !v.empty()) {
+        reply.mutable_hello()->set_spec_version(v);
+      }
       if (mode == "bad_version") reply.mutable_hello()->set_protocol_version(2);
       if (mode == "nasty_text") {
         // A NUL and control bytes in its name (proto3 strings are UTF-8:
@@ -189,6 +194,20 @@ int main(int argc, char** argv) {
         for (int i = 0; i < 100000; ++i) spin = spin + i;
         clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
       } while ((now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9 < seconds);
+    } else if (mode == "unknown_subject") {
+      // A port that ignores a parameter it declares: it refuses every
+      // INVALID_PARAMETER case as an unknown parameter (the category is
+      // right; spec/harness.md#subjects says what is wrong).
+      auto* log = response->mutable_log();
+      if (log->has_rejection() &&
+          log->rejection().category() == kvspec::v1::INVALID_PARAMETER) {
+        auto* subject = log->mutable_rejection()->mutable_subject();
+        const std::string name =
+            subject->names().empty() ? "" : subject->names(0);
+        subject->set_check("unknown");
+        subject->clear_names();
+        subject->add_names(name);
+      }
     } else if (mode == "accept_all") {
       response->mutable_log()->clear_rejection();
     } else if (mode == "reject_all") {
