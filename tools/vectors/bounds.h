@@ -2,7 +2,7 @@
 // for every trace parameter of spec/trace.md#parameters, its lowest and
 // highest valid values (accepted) and one past each (refused). Policy
 // parameters take theirs from the registry (cc/config.h, ParameterInfo).
-// The suite (cases.cc) builds one scenario per trace bound from this table;
+// The suite (cases_audit.cc) builds one scenario per trace bound from this table;
 // the census (tools/census) fails when a bound has no case.
 #ifndef KVSPEC_TOOLS_VECTORS_BOUNDS_H_
 #define KVSPEC_TOOLS_VECTORS_BOUNDS_H_
