@@ -4,7 +4,7 @@
 //! and may carry column totals.
 //! Spec: spec/harness.md, spec/heads.md, spec/prefill.md.
 
-use crate::error::{Category, Refusal, Result};
+use crate::error::{Category, Check, Refusal, Result, Subject};
 use crate::heads::{combine, floor_of, sets_of, shared_victim_counts, Aggregation, HeadCounts, Pair};
 use crate::policies::{self, rank, Policy, QueryRows, Selection};
 use crate::prefill::Totals;
@@ -64,11 +64,20 @@ pub fn total_accepted(t: f64) -> bool {
     t.is_finite() && !t.is_sign_negative()
 }
 
-fn check_weights(weights: &[f32]) -> Result<()> {
+/// The field that carries a step's rows with `hq` query heads
+/// (spec/heads.md#rows-per-head): `attention` with one, `heads` with several.
+fn rows_field(hq: usize) -> &'static str {
+    if hq == 1 { "attention" } else { "heads" }
+}
+
+/// Every weight of a row in `field` (`attention`, `heads` or `queries`, the
+/// value refusal's subject) is accepted.
+fn check_weights(weights: &[f32], field: &str) -> Result<()> {
     for (i, &w) in weights.iter().enumerate() {
         if !weight_accepted(w) {
             return Err(Refusal::new(
                 Category::AttentionValue,
+                Subject::new(Check::Value, &[field]),
                 format!("attention weight {i} is {w} ({:#010x}); weights must be finite and non-negative", w.to_bits()),
             ));
         }
@@ -299,25 +308,22 @@ impl Engine {
     /// step changes nothing.
     pub fn step(&mut self, first: u64, count: u64, attention: Option<&[f32]>) -> Result<StepRecord> {
         if count == 0 {
-            return Err(Refusal::new(Category::Position, "a step must admit at least one position"));
+            return Err(Refusal::position(Check::Range, "a step must admit at least one position"));
         }
         if first < self.next {
-            return Err(Refusal::new(
-                Category::Position,
-                format!("position {first} is not above every position admitted before"),
-            ));
+            return Err(Refusal::position(Check::Rule, format!("position {first} is not above every position admitted before")));
         }
         if first + (count - 1) > MAX_POSITION {
-            return Err(Refusal::new(Category::Position, "positions run past 2^32 - 1"));
+            return Err(Refusal::position(Check::Rule, "positions run past 2^32 - 1"));
         }
         if let Some(a) = attention {
             if a.len() != self.set.kept.len() {
-                return Err(Refusal::new(
-                    Category::AttentionLength,
+                return Err(Refusal::length(
+                    "attention",
                     format!("attention has {} weights, {} positions are kept", a.len(), self.set.kept.len()),
                 ));
             }
-            check_weights(a)?;
+            check_weights(a, "attention")?;
         }
         // 1. Record.
         if let Some(a) = attention {
@@ -685,10 +691,10 @@ fn run_multi_head_trace(layer: &mut Layer, params: &TraceParams, heads: HeadCoun
 /// carries.
 fn check_explicit_step(first: u64, step: &ScenarioStep, hq: usize) -> Result<StepRows<'_>> {
     if step.admit == 0 {
-        return Err(Refusal::new(Category::Position, "a step must admit at least one position"));
+        return Err(Refusal::position(Check::Range, "a step must admit at least one position"));
     }
     if first + (step.admit as u64 - 1) > MAX_POSITION {
-        return Err(Refusal::new(Category::Position, "positions run past 2^32 - 1"));
+        return Err(Refusal::position(Check::Rule, "positions run past 2^32 - 1"));
     }
     // Check 3: the rows' shape, the query rows', then the totals'.
     let rows = check_rows_shape(first, step, hq)?;
@@ -698,15 +704,14 @@ fn check_explicit_step(first: u64, step: &ScenarioStep, hq: usize) -> Result<Ste
     }
     let has_totals = check_totals_shape(first, step, hq)?;
     // Check 4: the rows' weights, the query rows', then the totals.
+    let field = rows_field(hq);
     for (h, row) in rows.iter().flatten().enumerate() {
-        check_weights(row).map_err(|r| Refusal::new(r.category, format!("head {h}: {}", r.message)))?;
+        check_weights(row, field).map_err(|r| r.in_context(format_args!("head {h}")))?;
     }
     if has_queries {
         let m = step.queries.len() / hq;
         for (r, row) in step.queries.iter().enumerate() {
-            check_weights(row).map_err(|e| {
-                Refusal::new(e.category, format!("head {}, query row {}: {}", r / m, r % m, e.message))
-            })?;
+            check_weights(row, "queries").map_err(|e| e.in_context(format_args!("head {}, query row {}", r / m, r % m)))?;
         }
         // Totals come only beside query rows (check 3 refused them
         // otherwise).
@@ -731,8 +736,8 @@ fn check_explicit_step(first: u64, step: &ScenarioStep, hq: usize) -> Result<Ste
 fn check_rows_shape(first: u64, step: &ScenarioStep, hq: usize) -> Result<Option<Vec<&[f32]>>> {
     let rows: Vec<&[f32]> = if hq == 1 {
         if !step.heads.is_empty() {
-            return Err(Refusal::new(
-                Category::AttentionLength,
+            return Err(Refusal::length(
+                "heads",
                 format!("with one query head the row is `attention`, but `heads` holds {} rows", step.heads.len()),
             ));
         }
@@ -744,15 +749,15 @@ fn check_rows_shape(first: u64, step: &ScenarioStep, hq: usize) -> Result<Option
         match (&step.row, step.heads.is_empty()) {
             (None, true) => return Ok(None),
             (Some(_), _) => {
-                return Err(Refusal::new(
-                    Category::AttentionLength,
+                return Err(Refusal::length(
+                    "attention",
                     format!("with {hq} query heads the rows are in `heads`, and `attention` must be absent"),
                 ))
             }
             (None, false) => {
                 if step.heads.len() != hq {
-                    return Err(Refusal::new(
-                        Category::AttentionLength,
+                    return Err(Refusal::length(
+                        "heads",
                         format!("`heads` holds {} rows, the scenario has {hq} query heads", step.heads.len()),
                     ));
                 }
@@ -762,8 +767,8 @@ fn check_rows_shape(first: u64, step: &ScenarioStep, hq: usize) -> Result<Option
     };
     for (h, row) in rows.iter().enumerate() {
         if row.len() as u64 != first {
-            return Err(Refusal::new(
-                Category::AttentionLength,
+            return Err(Refusal::length(
+                rows_field(hq),
                 format!("head {h}: the row has {} weights, {first} positions were admitted before the step", row.len()),
             ));
         }
@@ -778,7 +783,7 @@ fn check_rows_shape(first: u64, step: &ScenarioStep, hq: usize) -> Result<Option
 /// weights for its query `q` (the step's last `m` positions). Every
 /// failure is `ATTENTION_LENGTH`.
 fn check_queries_shape(first: u64, step: &ScenarioStep, hq: usize) -> Result<()> {
-    let refuse = |m: String| Err(Refusal::new(Category::AttentionLength, m));
+    let refuse = |m: String| Err(Refusal::length("queries", m));
     if step.row.is_some() || !step.heads.is_empty() {
         return refuse("a step with query rows carries no `attention` and no `heads` row".into());
     }
@@ -812,23 +817,23 @@ fn check_queries_shape(first: u64, step: &ScenarioStep, hq: usize) -> Result<()>
 /// values (one per position `0 .. a+c-1`). Every failure is
 /// `ATTENTION_LENGTH`. `Ok(false)`: the step carries no totals.
 fn check_totals_shape(first: u64, step: &ScenarioStep, hq: usize) -> Result<bool> {
-    let refuse = |m: String| Err(Refusal::new(Category::AttentionLength, m));
+    let refuse = |field, m: String| Err(Refusal::length(field, m));
     if step.totals.is_empty() && step.total_rows == 0 {
         return Ok(false);
     }
     if step.queries.is_empty() {
-        return refuse("column totals come only beside query rows".into());
+        return refuse("totals", "column totals come only beside query rows".into());
     }
     if step.totals.len() != hq {
-        return refuse(format!("{} lists of column totals, the scenario has {hq} query heads", step.totals.len()));
+        return refuse("totals", format!("{} lists of column totals, the scenario has {hq} query heads", step.totals.len()));
     }
     if step.total_rows == 0 || step.total_rows > step.admit {
-        return refuse(format!("total_rows is {}, it must be 1 to the step's admit {}", step.total_rows, step.admit));
+        return refuse("total_rows", format!("total_rows is {}, it must be 1 to the step's admit {}", step.total_rows, step.admit));
     }
     let positions = first + step.admit as u64;
     for (h, sums) in step.totals.iter().enumerate() {
         if sums.len() as u64 != positions {
-            return refuse(format!(
+            return refuse("totals", format!(
                 "head {h}: {} column totals, the step needs one per position 0 .. {}",
                 sums.len(),
                 positions - 1
@@ -848,6 +853,7 @@ fn check_totals_values(step: &ScenarioStep) -> Result<()> {
             if !total_accepted(t) {
                 return Err(Refusal::new(
                     Category::AttentionValue,
+                    Subject::new(Check::Value, &["totals"]),
                     format!(
                         "head {h}: the column total of position {p} is {t} ({:#018x}); totals must be finite and non-negative",
                         t.to_bits()
@@ -1054,6 +1060,13 @@ mod tests {
         assert_eq!(e.step(5, 0, None).unwrap_err().category, Category::Position);
         assert_eq!(e.step(5, 1, Some(&[0.5])).unwrap_err().category, Category::AttentionLength);
         assert_eq!(e.step(5, 1, Some(&[0.5, f32::NAN])).unwrap_err().category, Category::AttentionValue);
+        // spec/harness.md#subjects: in a direct call a position not above
+        // those admitted is `rule admit` too.
+        let subject = |r: Result<StepRecord>| r.unwrap_err().subject;
+        assert_eq!(subject(e.step(1, 1, None)), Subject::new(Check::Rule, &["admit"]));
+        assert_eq!(subject(e.step(5, 0, None)), Subject::new(Check::Range, &["admit"]));
+        assert_eq!(subject(e.step(5, 1, Some(&[0.5]))), Subject::new(Check::Length, &["attention"]));
+        assert_eq!(subject(e.step(5, 1, Some(&[0.5, f32::NAN]))), Subject::new(Check::Value, &["attention"]));
         assert_eq!(e.kept(), &[0, 1]);
         // gaps are allowed; the chunk's unobserved 5 scores +0.0 and goes
         let r = e.step(5, 2, Some(&[0.5, 0.25])).unwrap();

@@ -2,7 +2,7 @@
 //! share a kept set (`granularity`), and how a set's heads' scores combine
 //! (`aggregation`). Spec: spec/heads.md.
 
-use crate::error::{Category, Refusal, Result};
+use crate::error::{Category, Check, Refusal, Result, Subject};
 
 /// The largest `query_heads` and `kv_heads` (spec/heads.md#head-counts).
 pub const MAX_HEADS: u32 = 1024;
@@ -29,13 +29,13 @@ impl HeadCounts {
         let query = query_heads.unwrap_or(1);
         let kv = kv_heads.unwrap_or(1);
         if !(1..=MAX_HEADS).contains(&query) {
-            return Err(invalid(format!("query_heads must be in [1, {MAX_HEADS}], got {query}")));
+            return Err(invalid(Check::Range, &["query_heads"], format!("query_heads must be in [1, {MAX_HEADS}], got {query}")));
         }
         if !(1..=MAX_HEADS).contains(&kv) {
-            return Err(invalid(format!("kv_heads must be in [1, {MAX_HEADS}], got {kv}")));
+            return Err(invalid(Check::Range, &["kv_heads"], format!("kv_heads must be in [1, {MAX_HEADS}], got {kv}")));
         }
         if !query.is_multiple_of(kv) {
-            return Err(invalid(format!("kv_heads must divide query_heads, got kv_heads {kv}, query_heads {query}")));
+            return Err(invalid(Check::Rule, &["kv_heads", "query_heads"], format!("kv_heads must divide query_heads, got kv_heads {kv}, query_heads {query}")));
         }
         Ok(HeadCounts { query, kv })
     }
@@ -46,8 +46,8 @@ impl HeadCounts {
     }
 }
 
-fn invalid(message: String) -> Refusal {
-    Refusal::new(Category::InvalidHeads, message)
+fn invalid(check: Check, names: &[&str], message: String) -> Refusal {
+    Refusal::new(Category::InvalidHeads, Subject::new(check, names), message)
 }
 
 /// Which query heads share a kept set (spec/heads.md#kept-sets).

@@ -5,7 +5,7 @@
 //! relating them to the other parameters. Presets are tools-only (spec/prefill.md#presets): a port
 //! sees only their expanded parameters.
 
-use crate::error::{Category, Refusal, Result};
+use crate::error::{Category, Check, Refusal, Result, Subject};
 use crate::policies::ParamSpec;
 
 /// `prefill_only` (spec/prefill.md#when-a-policy-evicts).
@@ -70,10 +70,14 @@ pub(crate) fn check_prefill_rules(
     options: PrefillOptions,
     window_budget: Option<i64>,
 ) -> Result<()> {
-    let refuse = |m: String| Err(Refusal::new(Category::InvalidParameter, format!("{policy}: {m}")));
+    // Each rule's subject (spec/harness.md#subjects): `rule` and the
+    // parameters it relates, the one that needs the others first.
+    let refuse = |names: &[&str], m: String| {
+        Err(Refusal::new(Category::InvalidParameter, Subject::new(Check::Rule, names), format!("{policy}: {m}")))
+    };
     if let Some(rw) = recent_window {
         if options.ratio_ppm > 0 && rw != 0 {
-            return refuse(format!(
+            return refuse(&["ratio_ppm", "recent_window"], format!(
                 "ratio_ppm above 0 requires recent_window 0, got ratio_ppm {}, recent_window {rw}",
                 options.ratio_ppm
             ));
@@ -81,13 +85,13 @@ pub(crate) fn check_prefill_rules(
     }
     if adaptive {
         if options.prefill_only {
-            return refuse("adaptive 1 requires prefill_only 0".into());
+            return refuse(&["adaptive", "prefill_only"], "adaptive 1 requires prefill_only 0".into());
         }
         if options.ratio_ppm > 0 {
-            return refuse(format!("adaptive 1 requires ratio_ppm 0, got {}", options.ratio_ppm));
+            return refuse(&["adaptive", "ratio_ppm"], format!("adaptive 1 requires ratio_ppm 0, got {}", options.ratio_ppm));
         }
         if window_budget.is_some_and(|wb| wb != 0) {
-            return refuse("adaptive 1 requires window_budget 0".into());
+            return refuse(&["adaptive", "window_budget"], "adaptive 1 requires window_budget 0".into());
         }
     }
     Ok(())

@@ -6,7 +6,7 @@ use std::io::{self, Read, Write};
 
 use prost::Message;
 
-use crate::error::Category;
+use crate::error::{Category, Check, Refusal, Subject};
 use crate::harness::{self, EvictionLog, Scenario, ScenarioStep, StepRecord};
 use crate::heads::HeadCounts;
 use crate::pb::kvspec::conformance::v1 as conf;
@@ -72,6 +72,20 @@ pub fn category_to_pb(c: Category) -> kv::ErrorCategory {
     }
 }
 
+/// The wire's subject of a refusal (spec/harness.md#subjects).
+pub fn subject_to_pb(s: &Subject) -> kv::Subject {
+    kv::Subject { check: s.check.name().to_string(), names: s.names.clone() }
+}
+
+fn rejection_to_pb(r: &Refusal, step: i32) -> kv::Rejection {
+    kv::Rejection {
+        category: category_to_pb(r.category) as i32,
+        step,
+        message: r.message.clone(),
+        subject: Some(subject_to_pb(&r.subject)),
+    }
+}
+
 /// Convert one step's record to the wire's, its sets included; cuts only
 /// with `want_cut`. Spans and the held set are there with `spans` 1
 /// (spec/spans.md#the-log), whatever `want_cut`.
@@ -95,19 +109,12 @@ pub fn step_to_pb(s: &StepRecord, want_cut: bool) -> kv::StepResult {
 pub fn log_to_pb(log: &EvictionLog, want_cut: bool) -> kv::EvictionLog {
     kv::EvictionLog {
         steps: log.steps.iter().map(|s| step_to_pb(s, want_cut)).collect(),
-        rejection: log.rejection.as_ref().map(|r| kv::Rejection {
-            category: category_to_pb(r.refusal.category) as i32,
-            step: r.step,
-            message: r.refusal.message.clone(),
-        }),
+        rejection: log.rejection.as_ref().map(|r| rejection_to_pb(&r.refusal, r.step)),
     }
 }
 
-fn config_rejection(category: Category, message: String) -> kv::EvictionLog {
-    kv::EvictionLog {
-        steps: Vec::new(),
-        rejection: Some(kv::Rejection { category: category_to_pb(category) as i32, step: -1, message }),
-    }
+fn config_rejection(refusal: &Refusal) -> kv::EvictionLog {
+    kv::EvictionLog { steps: Vec::new(), rejection: Some(rejection_to_pb(refusal, -1)) }
 }
 
 /// Run one request, in the order of spec/harness.md#refusals: the policy
@@ -131,22 +138,23 @@ fn run_request(req: &conf::Request) -> conf::response::Result {
     // The configuration first: a refused configuration is step -1 whatever
     // the scenario holds.
     if let Err(refusal) = crate::policies::build(&policy.name, &params, policy.seed) {
-        return R::Log(config_rejection(refusal.category, refusal.message));
+        return R::Log(config_rejection(&refusal));
     }
     if sc.trace.is_some() && !sc.steps.is_empty() {
-        return R::Log(config_rejection(
+        return R::Log(config_rejection(&Refusal::new(
             Category::InvalidTrace,
-            "a scenario has either steps or a trace, not both".into(),
-        ));
+            Subject::new(Check::Rule, &["steps", "trace"]),
+            "a scenario has either steps or a trace, not both",
+        )));
     }
     let heads = match HeadCounts::check(sc.query_heads, sc.kv_heads) {
         Ok(h) => h,
-        Err(r) => return R::Log(config_rejection(r.category, r.message)),
+        Err(r) => return R::Log(config_rejection(&r)),
     };
     let scenario = match &sc.trace {
         Some(tc) => match TraceParams::from_config(tc) {
             Ok(p) => Scenario::Trace(p),
-            Err(r) => return R::Log(config_rejection(r.category, r.message)),
+            Err(r) => return R::Log(config_rejection(&r)),
         },
         None => Scenario::Steps(
             sc.steps
@@ -279,6 +287,97 @@ mod tests {
         assert_eq!(rejection_of(h2o, traced(Some(4), Some(2), heavy)), None);
     }
 
+    /// The rejection's subject as spec/harness.md#subjects writes it
+    /// ("range budget"), and its step.
+    fn subject_of(policy: kv::PolicyConfig, scenario: kv::Scenario) -> Option<(String, i32)> {
+        let req = conf::Request { seq: 1, case_id: "x".into(), policy: Some(policy), scenario: Some(scenario), want_cut: false };
+        let Some(conf::response::Result::Log(log)) = handle_request(&req).result else { panic!() };
+        log.rejection.map(|r| {
+            let s = r.subject.expect("every refusal has a subject");
+            (std::iter::once(s.check).chain(s.names).collect::<Vec<_>>().join(" "), r.step)
+        })
+    }
+
+    #[test]
+    fn scenario_subjects() {
+        // spec/harness.md#subjects: the scenario's shape, head counts and
+        // trace parameters, all at step -1.
+        let at = |s: &str, step| Some((s.to_string(), step));
+        let mut both = steps_scenario(None, None);
+        both.trace = Some(kv::TraceConfig { steps: Some(4), ..Default::default() });
+        assert_eq!(subject_of(window(2), both), at("rule steps trace", -1));
+        assert_eq!(subject_of(window(2), steps_scenario(Some(1025), None)), at("range query_heads", -1));
+        assert_eq!(subject_of(window(2), steps_scenario(Some(4), Some(0))), at("range kv_heads", -1));
+        assert_eq!(subject_of(window(2), steps_scenario(Some(4), Some(3))), at("rule kv_heads query_heads", -1));
+        let traced = |tc: kv::TraceConfig| kv::Scenario { id: "t".into(), trace: Some(tc), ..Default::default() };
+        assert_eq!(subject_of(window(2), traced(kv::TraceConfig::default())), at("range trace.steps", -1));
+        let tc = kv::TraceConfig { steps: Some(0), ..Default::default() };
+        assert_eq!(subject_of(window(2), traced(tc)), at("range trace.steps", -1));
+        let tc = kv::TraceConfig { steps: Some(4), noise: Some(f64::NAN), ..Default::default() };
+        assert_eq!(subject_of(window(2), traced(tc)), at("range trace.noise", -1));
+        let tc = kv::TraceConfig { steps: Some(4), sink_mass: Some(-0.0), ..Default::default() };
+        assert_eq!(subject_of(window(2), traced(tc)), at("range trace.sink_mass", -1));
+    }
+
+    #[test]
+    fn step_subjects() {
+        // spec/harness.md#subjects, the last paragraph: which field a length
+        // or value refusal names, and admit's.
+        let at1 = |s: &str| Some((s.to_string(), 1));
+        let row = |w: Vec<f32>| kv::AttentionRow { weights: w };
+        let run = |q: u32, policy: kv::PolicyConfig, second: kv::Step| {
+            let first = kv::Step { admit: 2, ..Default::default() };
+            let scenario = kv::Scenario { id: "s".into(), steps: vec![first, second], query_heads: Some(q), ..Default::default() };
+            subject_of(policy, scenario)
+        };
+        let w = || window(4);
+        assert_eq!(run(1, w(), kv::Step { admit: 0, ..Default::default() }), at1("range admit"));
+        assert_eq!(run(1, w(), kv::Step { admit: u32::MAX, ..Default::default() }), at1("rule admit"));
+        // One head: the row is `attention`; a row in `heads` is the wrong
+        // field.
+        let one = |attention: Option<Vec<f32>>, heads: Vec<Vec<f32>>| kv::Step {
+            admit: 1,
+            attention: attention.map(row),
+            heads: heads.into_iter().map(row).collect(),
+            ..Default::default()
+        };
+        assert_eq!(run(1, w(), one(Some(vec![0.5]), vec![])), at1("length attention"));
+        assert_eq!(run(1, w(), one(Some(vec![0.5, f32::NAN]), vec![])), at1("value attention"));
+        assert_eq!(run(1, w(), one(None, vec![vec![0.5, 0.5]])), at1("length heads"));
+        // Two heads: the rows are `heads`; `attention` is the wrong field.
+        assert_eq!(run(2, w(), one(Some(vec![0.5, 0.5]), vec![])), at1("length attention"));
+        assert_eq!(run(2, w(), one(None, vec![vec![0.5, 0.5]])), at1("length heads"));
+        assert_eq!(run(2, w(), one(None, vec![vec![0.5, 0.5], vec![0.5]])), at1("length heads"));
+        assert_eq!(run(2, w(), one(None, vec![vec![0.5, 0.5], vec![0.5, -1.0]])), at1("value heads"));
+        // Query rows and column totals: a step admitting 2 (positions 2, 3)
+        // with one query row, for position 3 (4 weights).
+        let prefill = |query: Vec<f32>, totals: Vec<Vec<f64>>, total_rows| kv::Step {
+            admit: 2,
+            queries: vec![row(query)],
+            totals: totals.into_iter().map(|sums| kv::ColumnTotals { sums }).collect(),
+            total_rows,
+            ..Default::default()
+        };
+        let q = || vec![0.25; 4];
+        assert_eq!(run(1, w(), prefill(vec![0.25; 3], vec![], 0)), at1("length queries"));
+        assert_eq!(run(1, w(), prefill(vec![0.25, 0.25, f32::INFINITY, 0.25], vec![], 0)), at1("value queries"));
+        assert_eq!(run(1, w(), prefill(q(), vec![], 0)), None);
+        let mut beside = prefill(q(), vec![], 0);
+        beside.attention = Some(row(vec![0.5, 0.5]));
+        assert_eq!(run(1, w(), beside), at1("length queries"));
+        // Totals: without query rows, a list per query head, total_rows in
+        // 1..admit, then each list's length (one per position 0..3).
+        let mut alone = prefill(q(), vec![vec![0.5; 4]], 1);
+        alone.queries.clear();
+        assert_eq!(run(1, w(), alone), at1("length totals"));
+        assert_eq!(run(1, w(), prefill(q(), vec![vec![0.5; 4]; 2], 1)), at1("length totals"));
+        assert_eq!(run(1, w(), prefill(q(), vec![vec![0.5; 4]], 0)), at1("length total_rows"));
+        assert_eq!(run(1, w(), prefill(q(), vec![vec![0.5; 4]], 3)), at1("length total_rows"));
+        assert_eq!(run(1, w(), prefill(q(), vec![vec![0.5; 3]], 2)), at1("length totals"));
+        assert_eq!(run(1, w(), prefill(q(), vec![vec![0.5, 0.5, f64::NAN, 0.5]], 2)), at1("value totals"));
+        assert_eq!(run(1, w(), prefill(q(), vec![vec![0.5; 4]], 2)), None);
+    }
+
     #[test]
     fn several_sets_travel_in_sets() {
         let h2o = kv::PolicyConfig {
@@ -322,7 +421,7 @@ mod tests {
         // spec/spans.md#the-log: with spans 1 each step carries its spans
         // and held set whatever want_cut; the hello declares the feature.
         assert!(hello_reply().features.iter().any(|f| f == "spans"));
-        assert_eq!(hello_reply().spec_version, "0.10.0");
+        assert_eq!(hello_reply().spec_version, "0.11.0");
         // spec 0.9.0: "contextshift" right after "spans"; spec 0.10.0:
         // "totals" right after it, last (spec/features.md#the-list).
         let features = hello_reply().features;

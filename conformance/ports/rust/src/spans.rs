@@ -5,7 +5,7 @@
 //! `discard`), and each step's held set, spans and position ids as the log
 //! gives them.
 
-use crate::error::{Category, Refusal, Result};
+use crate::error::{Category, Check, Refusal, Result, Subject};
 use crate::policies::ParamSpec;
 use crate::prefill::PrefillOptions;
 
@@ -98,9 +98,11 @@ impl SpanOptions {
     /// `budget` is `None` for `full`, which takes no `context_shift`;
     /// `sinks` is `None` for a policy without sinks (`window`).
     pub(crate) fn check(self, policy: &str, prefill: Option<PrefillOptions>, budget: Option<u64>, sinks: Option<u64>) -> Result<()> {
-        let refuse = |m: String| Err(Refusal::new(Category::InvalidParameter, format!("{policy}: {m}")));
+        let refuse = |names: &[&str], m: String| {
+            Err(Refusal::new(Category::InvalidParameter, Subject::new(Check::Rule, names), format!("{policy}: {m}")))
+        };
         if self.span_window > 0 && self.span_chunk > 0 {
-            return refuse(format!(
+            return refuse(&["span_window", "span_chunk"], format!(
                 "span_window and span_chunk are not both above 0, got span_window {}, span_chunk {}",
                 self.span_window, self.span_chunk
             ));
@@ -109,10 +111,10 @@ impl SpanOptions {
             if self.evict_at != EvictAt::After {
                 let evict_at = self.evict_at as u8;
                 if p.prefill_only {
-                    return refuse(format!("evict_at above 0 requires prefill_only 0, got evict_at {evict_at}, prefill_only 1"));
+                    return refuse(&["evict_at", "prefill_only"], format!("evict_at above 0 requires prefill_only 0, got evict_at {evict_at}, prefill_only 1"));
                 }
                 if p.ratio_ppm > 0 {
-                    return refuse(format!(
+                    return refuse(&["evict_at", "ratio_ppm"], format!(
                         "evict_at above 0 requires ratio_ppm 0, got evict_at {evict_at}, ratio_ppm {}",
                         p.ratio_ppm
                     ));
@@ -138,22 +140,29 @@ impl SpanOptions {
     /// Rules 1 and 2..3 never both apply (one needs `context_shift` 0, the
     /// others 1), so their order does not change which refusal is given.
     fn check_context_shift(self, policy: &str, prefill: Option<PrefillOptions>, budget: u64, sinks: Option<u64>) -> Result<()> {
-        let refuse = |m: String| Err(Refusal::new(Category::InvalidParameter, format!("{policy}: {m}")));
+        let refuse = |names: &[&str], m: String| {
+            Err(Refusal::new(Category::InvalidParameter, Subject::new(Check::Rule, names), format!("{policy}: {m}")))
+        };
         if !self.context_shift {
             if self.discard > 0 {
-                return refuse(format!("discard {} needs context_shift 1, got context_shift 0", self.discard));
+                return refuse(&["discard", "context_shift"], format!("discard {} needs context_shift 1, got context_shift 0", self.discard));
             }
             return Ok(());
         }
         let p = prefill.unwrap_or_default();
         for (name, value) in [("evict_at", self.evict_at as u64), ("prefill_only", p.prefill_only as u64), ("ratio_ppm", p.ratio_ppm as u64)] {
             if value != 0 {
-                return refuse(format!("context_shift 1 needs {name} 0, got {name} {value}"));
+                return refuse(&["context_shift", name], format!("context_shift 1 needs {name} 0, got {name} {value}"));
             }
         }
         match sinks {
-            Some(s) if budget < s + 2 => refuse(format!("context_shift 1 needs budget - sinks >= 2, got budget {budget}, sinks {s}")),
-            None if budget < 2 => refuse(format!("context_shift 1 needs budget >= 2, got budget {budget}")),
+            Some(s) if budget < s + 2 => refuse(
+                &["context_shift", "budget", "sinks"],
+                format!("context_shift 1 needs budget - sinks >= 2, got budget {budget}, sinks {s}"),
+            ),
+            None if budget < 2 => {
+                refuse(&["context_shift", "budget"], format!("context_shift 1 needs budget >= 2, got budget {budget}"))
+            }
             _ => Ok(()),
         }
     }

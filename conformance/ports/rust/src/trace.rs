@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use crate::error::{Category, Refusal, Result};
+use crate::error::{Category, Check, Refusal, Result, Subject};
 use crate::pb::kvspec::v1::TraceConfig;
 use crate::rng::{mix64, Rng};
 
@@ -30,13 +30,15 @@ pub struct TraceParams {
     pub noise: f64,
 }
 
-fn invalid(msg: String) -> Refusal {
-    Refusal::new(Category::InvalidTrace, format!("trace: {msg}"))
+/// A trace parameter out of its range: `range trace.<name>`
+/// (spec/harness.md#subjects).
+fn invalid(name: &str, msg: String) -> Refusal {
+    Refusal::new(Category::InvalidTrace, Subject::new(Check::Range, &[&format!("trace.{name}")]), format!("trace: {msg}"))
 }
 
 fn int_in(name: &str, v: u32, lo: u32, hi: u32) -> Result<u32> {
     if v < lo || v > hi {
-        return Err(invalid(format!("{name} must be in [{lo}, {hi}], got {v}")));
+        return Err(invalid(name, format!("{name} must be in [{lo}, {hi}], got {v}")));
     }
     Ok(v)
 }
@@ -45,7 +47,7 @@ fn mass(name: &str, v: f64) -> Result<f64> {
     // A share of a row, in [+0.0, 1] (spec/trace.md#parameters): -0.0 is
     // refused like any negative value, its sign bit being set.
     if !(v >= 0.0 && v <= 1.0 && !v.is_sign_negative()) {
-        return Err(invalid(format!("{name} must be in [+0.0, 1], got {v}")));
+        return Err(invalid(name, format!("{name} must be in [+0.0, 1], got {v}")));
     }
     Ok(v)
 }
@@ -74,7 +76,7 @@ impl TraceParams {
         const TWO31: u32 = 1 << 31;
         let d = TraceParams::canonical(0);
         let steps = match c.steps {
-            None => return Err(invalid("steps is required".into())),
+            None => return Err(invalid("steps", "steps is required".into())),
             Some(s) => int_in("steps", s, 1, TWO31)?,
         };
         let sinks = int_in("sinks", c.sinks.unwrap_or(d.sinks), 0, TWO31)?;
@@ -83,18 +85,18 @@ impl TraceParams {
         let recent_mass = mass("recent_mass", c.recent_mass.unwrap_or(d.recent_mass))?;
         let recent_decay = c.recent_decay.unwrap_or(d.recent_decay);
         if !(recent_decay > 0.0 && recent_decay <= 1.0) {
-            return Err(invalid(format!("recent_decay must be in (0, 1], got {recent_decay}")));
+            return Err(invalid("recent_decay", format!("recent_decay must be in (0, 1], got {recent_decay}")));
         }
         let heavy_count = int_in("heavy_count", c.heavy_count.unwrap_or(d.heavy_count), 0, 65536)?;
         let heavy_mass = mass("heavy_mass", c.heavy_mass.unwrap_or(d.heavy_mass))?;
         let epoch_length = int_in("epoch_length", c.epoch_length.unwrap_or(d.epoch_length), 1, TWO31)?;
         let background_mass = c.background_mass.unwrap_or(d.background_mass);
         if !(background_mass > 0.0 && background_mass <= 1.0) {
-            return Err(invalid(format!("background_mass must be in (0, 1], got {background_mass}")));
+            return Err(invalid("background_mass", format!("background_mass must be in (0, 1], got {background_mass}")));
         }
         let noise = c.noise.unwrap_or(d.noise);
         if !((0.0..=1.0).contains(&noise) && !noise.is_sign_negative()) {
-            return Err(invalid(format!("noise must be in [0, 1], got {noise}")));
+            return Err(invalid("noise", format!("noise must be in [0, 1], got {noise}")));
         }
         Ok(TraceParams {
             seed: c.seed.unwrap_or(d.seed),

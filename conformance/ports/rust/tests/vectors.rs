@@ -5,8 +5,9 @@
 //! kept_count, query_cache_position, the cut (positions and score bits),
 //! the same per kept set when a step has `sets` (spec/heads.md#the-eviction-log),
 //! the spans and held set with position ids (spec/spans.md#the-log), and the
-//! rejection's category and step. Messages are never compared
-//! (spec/harness.md#configuration).
+//! rejection's category, subject (spec/harness.md#subjects: its check and
+//! names) and step, as the runner does for a port of spec 0.11.0 or later.
+//! Messages are never compared (spec/harness.md#configuration).
 //!
 //! Vectors: `$KVSPEC_VECTORS` if set, else the repository's `vectors/`.
 //! Stops at the first divergence and names the file, the case and the step.
@@ -41,7 +42,15 @@ fn category_name(c: i32) -> String {
 fn rejection_str(r: &Option<kv::Rejection>) -> String {
     match r {
         None => "no rejection".to_string(),
-        Some(r) => format!("{} at step {}", category_name(r.category), r.step),
+        Some(r) => format!("{} ({}) at step {}", category_name(r.category), subject_str(&r.subject), r.step),
+    }
+}
+
+/// "range budget"; "no subject" when absent.
+fn subject_str(s: &Option<kv::Subject>) -> String {
+    match s {
+        None => "no subject".to_string(),
+        Some(s) => std::iter::once(s.check.as_str()).chain(s.names.iter().map(String::as_str)).collect::<Vec<_>>().join(" "),
     }
 }
 
@@ -101,7 +110,7 @@ fn first_divergence(expected: &kv::EvictionLog, got: &kv::EvictionLog) -> Option
     }
     let same_rejection = match (&expected.rejection, &got.rejection) {
         (None, None) => true,
-        (Some(e), Some(g)) => e.category == g.category && e.step == g.step,
+        (Some(e), Some(g)) => e.category == g.category && e.subject == g.subject && e.step == g.step,
         _ => false,
     };
     if !same_rejection {

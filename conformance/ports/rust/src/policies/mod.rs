@@ -1,7 +1,7 @@
 //! The policy registry, configuration checks and the shared ranking rule.
 //! Spec: spec/harness.md#configuration, spec/harness.md#victims.
 
-use crate::error::{Category, Refusal, Result};
+use crate::error::{Category, Check, Refusal, Result, Subject};
 use crate::heads::{Aggregation, Granularity, HeadOptions};
 use crate::prefill::{PrefillOptions, PREFILL_ONLY, RATIO_PPM};
 pub use crate::prefill::QueryRows;
@@ -217,11 +217,12 @@ pub fn resolve_params(policy: &str, specs: &[ParamSpec], given: &[(String, i64)]
                 let names: Vec<&str> = specs.iter().map(|s| s.name).collect();
                 format!("{policy}: unknown parameter '{name}'; {policy} takes {}", names.join(", "))
             };
-            return Err(Refusal::new(Category::InvalidParameter, msg));
+            return Err(Refusal::new(Category::InvalidParameter, Subject::new(Check::Unknown, &[name]), msg));
         }
         if given[..i].iter().any(|(n, _)| n == name) {
             return Err(Refusal::new(
                 Category::InvalidParameter,
+                Subject::new(Check::Repeated, &[name]),
                 format!("{policy}: parameter '{name}' given twice"),
             ));
         }
@@ -232,6 +233,7 @@ pub fn resolve_params(policy: &str, specs: &[ParamSpec], given: &[(String, i64)]
         if v < s.min || v > s.max {
             return Err(Refusal::new(
                 Category::InvalidParameter,
+                Subject::new(Check::Range, &[s.name]),
                 format!("{policy}: {} must be in [{}, {}], got {v}", s.name, s.min, s.max),
             ));
         }
@@ -245,6 +247,7 @@ pub(crate) fn check_recent_below_budget(policy: &str, budget: i64, recent_window
     if recent_window >= budget {
         return Err(Refusal::new(
             Category::InvalidParameter,
+            Subject::new(Check::Rule, &["recent_window", "budget"]),
             format!(
                 "{policy}: recent_window must be below budget, got recent_window {recent_window}, budget {budget}"
             ),
@@ -264,7 +267,11 @@ pub fn build(name: &str, params: &[(String, i64)], seed: u64) -> Result<Box<dyn 
         "tova" => Ok(Box::new(tova::Tova::configure(params)?)),
         "snapkv" => Ok(Box::new(snapkv::SnapKv::configure(params)?)),
         "random" => Ok(Box::new(random::Random::configure(params, seed)?)),
-        _ => Err(Refusal::new(Category::UnknownPolicy, format!("unknown policy '{name}'"))),
+        _ => Err(Refusal::new(
+            Category::UnknownPolicy,
+            Subject::new(Check::Unknown, &["name"]),
+            format!("unknown policy '{name}'"),
+        )),
     }
 }
 
@@ -298,6 +305,51 @@ mod tests {
         for name in REGISTRY {
             assert_eq!(category(name, &[]), None, "{name} at its defaults");
         }
+    }
+
+    /// The subject as spec/harness.md#subjects writes it: "range budget".
+    fn subject(name: &str, params: &[(&str, i64)]) -> Option<String> {
+        build(name, &p(params), 0).err().map(|r| {
+            std::iter::once(r.subject.check.name()).chain(r.subject.names.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
+        })
+    }
+
+    #[test]
+    fn configuration_subjects() {
+        // spec/harness.md#subjects, the first table: one parameter, budget,
+        // refused as unknown, repeated, out of range and by a rule.
+        assert_eq!(subject("lru", &[("budget", 4)]).as_deref(), Some("unknown name"));
+        assert_eq!(subject("full", &[("budget", 4)]).as_deref(), Some("unknown budget"));
+        assert_eq!(subject("window", &[("budget", 4), ("budget", 4)]).as_deref(), Some("repeated budget"));
+        assert_eq!(subject("window", &[("budget", 0)]).as_deref(), Some("range budget"));
+        assert_eq!(subject("h2o", &[("budget", 4), ("recent_window", 4)]).as_deref(), Some("rule recent_window budget"));
+        // Check 2 before check 3: an unknown name after a bad value.
+        assert_eq!(subject("window", &[("budget", 0), ("foo", 1)]).as_deref(), Some("unknown foo"));
+        // The second table: each rule names the parameters it relates.
+        assert_eq!(subject("streamingllm", &[("budget", 4), ("sinks", 4)]).as_deref(), Some("rule sinks budget"));
+        assert_eq!(subject("snapkv", &[("pool_kernel", 4)]).as_deref(), Some("rule pool_kernel"));
+        assert_eq!(subject("window", &[("span_window", 2), ("span_chunk", 2)]).as_deref(), Some("rule span_window span_chunk"));
+        assert_eq!(subject("window", &[("discard", 1)]).as_deref(), Some("rule discard context_shift"));
+        assert_eq!(subject("window", &[("budget", 1), ("context_shift", 1)]).as_deref(), Some("rule context_shift budget"));
+        let shift = |more: &[(&'static str, i64)]| {
+            let mut v = vec![("budget", 8), ("sinks", 2), ("context_shift", 1)];
+            v.extend_from_slice(more);
+            subject("streamingllm", &v)
+        };
+        assert_eq!(shift(&[]), None);
+        assert_eq!(shift(&[("ratio_ppm", 5)]).as_deref(), Some("rule context_shift ratio_ppm"));
+        // The first not 0 of evict_at, prefill_only, ratio_ppm is named.
+        assert_eq!(shift(&[("ratio_ppm", 5), ("prefill_only", 1)]).as_deref(), Some("rule context_shift prefill_only"));
+        assert_eq!(subject("streamingllm", &[("budget", 3), ("sinks", 2), ("context_shift", 1)]).as_deref(), Some("rule context_shift budget sinks"));
+        assert_eq!(subject("tova", &[("ratio_ppm", 5)]).as_deref(), Some("rule ratio_ppm recent_window"));
+        let ada = |more: &[(&'static str, i64)]| {
+            let mut v = vec![("recent_window", 0), ("adaptive", 1)];
+            v.extend_from_slice(more);
+            subject("snapkv", &v)
+        };
+        assert_eq!(ada(&[("window_budget", 1), ("ratio_ppm", 5)]).as_deref(), Some("rule adaptive ratio_ppm"));
+        assert_eq!(ada(&[("window_budget", 1)]).as_deref(), Some("rule adaptive window_budget"));
+        assert_eq!(ada(&[("prefill_only", 1), ("ratio_ppm", 5)]).as_deref(), Some("rule adaptive prefill_only"));
     }
 
     #[test]

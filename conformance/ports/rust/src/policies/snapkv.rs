@@ -6,7 +6,7 @@ use super::{
     check_recent_below_budget, head_options, prefill_options, resolve_params, retain_slots, with_shared_params,
     ParamSpec, Policy, QueryRows, BUDGET, RECENT_WINDOW,
 };
-use crate::error::{Category, Refusal, Result};
+use crate::error::{Category, Check, Refusal, Result, Subject};
 use crate::heads::HeadOptions;
 use crate::prefill::{check_prefill_rules, PrefillOptions};
 
@@ -62,6 +62,7 @@ impl SnapKv {
         if v[3] % 2 == 0 {
             return Err(Refusal::new(
                 Category::InvalidParameter,
+                Subject::new(Check::Rule, &["pool_kernel"]),
                 format!("snapkv: pool_kernel must be odd, got {}", v[3]),
             ));
         }

@@ -4,7 +4,7 @@
 //! sinks reaches. Card: spec/policies/streamingllm.md; the span
 //! parameters after the prefill parameters (spec/spans.md#parameters).
 use super::{prefill_options, resolve_params, retain_slots, ParamSpec, Policy, Selection, BUDGET, PREFILL_PARAMS};
-use crate::error::{Category, Refusal, Result};
+use crate::error::{Category, Check, Refusal, Result, Subject};
 use crate::prefill::{check_prefill_rules, PrefillOptions};
 use crate::spans::{SpanOptions, SPAN_PARAMS};
 
@@ -32,6 +32,7 @@ impl StreamingLlm {
         if sinks >= budget {
             return Err(Refusal::new(
                 Category::InvalidParameter,
+                Subject::new(Check::Rule, &["sinks", "budget"]),
                 format!("streamingllm: sinks must be below budget, got sinks {sinks}, budget {budget}"),
             ));
         }
