@@ -7,7 +7,7 @@ column totals (spec/prefill.md), spans, position ids and the context shift
 (spec/spans.md) and the conformance testee (spec/protocol.md).
 """
 
-SPEC_VERSION = "0.10.0"
+SPEC_VERSION = "0.11.0"
 # The features this port implements: all of spec/features.md#the-list.
 FEATURES = ("decode", "trace", "heads", "trace-heads", "adaptive", "prefill", "spans",
             "contextshift", "totals")

@@ -22,6 +22,7 @@ from .errors import (
     POSITION,
     UNKNOWN_POLICY,
     Refusal,
+    Subject,
 )
 from .f32 import weight_ok
 from .heads import check_head_counts, evict_shared, kept_sets
@@ -34,8 +35,8 @@ from . import trace as trace_mod
 @dataclass
 class EvictionLog:
     steps: List[StepOutcome] = field(default_factory=list)
-    # (category, step index or -1, message) when refused.
-    rejection: Optional[Tuple[str, int, str]] = None
+    # (category, step index or -1, message, subject) when refused.
+    rejection: Optional[Tuple[str, int, str, Subject]] = None
 
 
 def configure(name: str, parameters: Sequence[Tuple[str, int]]):
@@ -45,23 +46,27 @@ def configure(name: str, parameters: Sequence[Tuple[str, int]]):
     """
     cls = REGISTRY.get(name)
     if cls is None:
-        raise Refusal(UNKNOWN_POLICY, f"unknown policy '{name}'")
+        raise Refusal(UNKNOWN_POLICY, Subject("unknown", ("name",)), f"unknown policy '{name}'")
     known = [p[0] for p in cls.PARAMS]
     given = {}
     for pname, value in parameters:
         if pname not in known:
             takes = ", ".join(known) if known else "no parameters"
             raise Refusal(
-                INVALID_PARAMETER, f"{name}: unknown parameter '{pname}'; {name} takes {takes}"
+                INVALID_PARAMETER, Subject("unknown", (pname,)),
+                f"{name}: unknown parameter '{pname}'; {name} takes {takes}"
             )
         if pname in given:
-            raise Refusal(INVALID_PARAMETER, f"{name}: parameter '{pname}' given twice")
+            raise Refusal(INVALID_PARAMETER, Subject("repeated", (pname,)), f"{name}: parameter '{pname}' given twice")
         given[pname] = value
     values = {}
     for pname, default, lo, hi in cls.PARAMS:
         v = given.get(pname, default)
         if not lo <= v <= hi:
-            raise Refusal(INVALID_PARAMETER, f"{name}: {pname} must be in [{lo}, {hi}], got {v}")
+            raise Refusal(
+                INVALID_PARAMETER, Subject("range", (pname,)),
+                f"{name}: {pname} must be in [{lo}, {hi}], got {v}",
+            )
         values[pname] = v
     cls.check_relations(values)
     return cls, values
@@ -85,13 +90,15 @@ def _check_rows(index: int, first: int, row, heads, query_heads: int):
     if query_heads == 1:
         if heads:
             raise Refusal(
-                ATTENTION_LENGTH, f"step {index}: {len(heads)} rows in heads, a scenario with one query head has none"
+                ATTENTION_LENGTH, Subject("length", ("heads",)),
+                f"step {index}: {len(heads)} rows in heads, a scenario with one query head has none"
             )
         if row is None:
             return None
         if len(row) != first:
             raise Refusal(
                 ATTENTION_LENGTH,
+                Subject("length", ("attention",)),
                 f"step {index}: row has {len(row)} weights, {first} positions were admitted before",
             )
         return row
@@ -99,15 +106,20 @@ def _check_rows(index: int, first: int, row, heads, query_heads: int):
         return None  # null for every head at once
     if row is not None:
         raise Refusal(
-            ATTENTION_LENGTH, f"step {index}: attention is present, {query_heads} query heads carry rows in heads"
+            ATTENTION_LENGTH, Subject("length", ("attention",)),
+            f"step {index}: attention is present, {query_heads} query heads carry rows in heads"
         )
     if len(heads) != query_heads:
-        raise Refusal(ATTENTION_LENGTH, f"step {index}: {len(heads)} rows, {query_heads} query heads")
+        raise Refusal(
+            ATTENTION_LENGTH, Subject("length", ("heads",)),
+            f"step {index}: {len(heads)} rows, {query_heads} query heads",
+        )
     # Every row's length before any weight.
     for h, r in enumerate(heads):
         if len(r) != first:
             raise Refusal(
                 ATTENTION_LENGTH,
+                Subject("length", ("heads",)),
                 f"step {index}: head {h}'s row has {len(r)} weights, {first} positions were admitted before",
             )
     return np.asarray(heads, dtype=np.float64).reshape(query_heads, first)
@@ -120,13 +132,16 @@ def _check_row_weights(index: int, rows, query_heads: int) -> None:
     if query_heads == 1:
         for i, w in enumerate(rows):
             if not weight_ok(w):
-                raise Refusal(ATTENTION_VALUE, f"step {index}: weight {i} is {w!r}")
+                raise Refusal(ATTENTION_VALUE, Subject("value", ("attention",)), f"step {index}: weight {i} is {w!r}")
         return
     # spec/harness.md#attention-weights: finite, sign bit clear.
     bad = ~np.isfinite(rows) | np.signbit(rows)
     if bad.any():
         h, i = divmod(int(np.argmax(bad.ravel())), rows.shape[1])  # head 0 first, index 0 up
-        raise Refusal(ATTENTION_VALUE, f"step {index}: head {h}, weight {i} is {rows[h, i]!r}")
+        raise Refusal(
+            ATTENTION_VALUE, Subject("value", ("heads",)),
+            f"step {index}: head {h}, weight {i} is {rows[h, i]!r}",
+        )
 
 
 def _check_queries(index: int, first: int, admit: int, row, heads, queries, query_heads: int):
@@ -141,21 +156,29 @@ def _check_queries(index: int, first: int, admit: int, row, heads, queries, quer
     if not queries:
         return None
     if row is not None or heads:
-        raise Refusal(ATTENTION_LENGTH, f"step {index}: a step with query rows carries no other row")
+        raise Refusal(
+            ATTENTION_LENGTH, Subject("length", ("queries",)),
+            f"step {index}: a step with query rows carries no other row",
+        )
     total = len(queries)
     if total % query_heads != 0:
         raise Refusal(
-            ATTENTION_LENGTH, f"step {index}: {total} query rows is not a multiple of {query_heads} query heads"
+            ATTENTION_LENGTH, Subject("length", ("queries",)),
+            f"step {index}: {total} query rows is not a multiple of {query_heads} query heads"
         )
     m = total // query_heads
     if m > admit:
-        raise Refusal(ATTENTION_LENGTH, f"step {index}: {m} query rows per head, the step admits {admit}")
+        raise Refusal(
+            ATTENTION_LENGTH, Subject("length", ("queries",)),
+            f"step {index}: {m} query rows per head, the step admits {admit}",
+        )
     q0 = first + admit - m  # the chunk's last m positions
     for t, r in enumerate(queries):
         h, j = divmod(t, m)
         if len(r) != q0 + j + 1:
             raise Refusal(
                 ATTENTION_LENGTH,
+                Subject("length", ("queries",)),
                 f"step {index}: head {h}'s query row for position {q0 + j} has {len(r)} weights, want {q0 + j + 1}",
             )
     rows = [[np.asarray(queries[h * m + j], dtype=np.float64) for j in range(m)] for h in range(query_heads)]
@@ -173,7 +196,10 @@ def _check_query_weights(index: int, prefill) -> None:
             bad = ~np.isfinite(r) | np.signbit(r)
             if bad.any():
                 i = int(np.argmax(bad))
-                raise Refusal(ATTENTION_VALUE, f"step {index}: head {h}, query row {j}, weight {i} is {r[i]!r}")
+                raise Refusal(
+                    ATTENTION_VALUE, Subject("value", ("queries",)),
+                    f"step {index}: head {h}, query row {j}, weight {i} is {r[i]!r}",
+                )
 
 
 def _check_totals(index: int, first: int, admit: int, queries, totals, total_rows: int, query_heads: int):
@@ -189,9 +215,14 @@ def _check_totals(index: int, first: int, admit: int, queries, totals, total_row
     """
     if not totals and total_rows == 0:
         return None
-    if not queries or len(totals) != query_heads or not 1 <= total_rows <= admit:
+    # In the spec's order: query rows beside them and one list per query
+    # head (else `length totals`), then R in 1..admit (else `length
+    # total_rows`, spec/harness.md#subjects).
+    in_place = bool(queries) and len(totals) == query_heads
+    if not in_place or not 1 <= total_rows <= admit:
         raise Refusal(
             ATTENTION_LENGTH,
+            Subject("length", ("total_rows" if in_place else "totals",)),
             f"step {index}: column totals need query rows beside them, one list per query head "
             f"({query_heads}) and total_rows 1..admit ({admit}); got {len(totals)} lists, "
             f"total_rows {total_rows}" + ("" if queries else ", no query rows"),
@@ -201,6 +232,7 @@ def _check_totals(index: int, first: int, admit: int, queries, totals, total_row
         if len(t) != positions:
             raise Refusal(
                 ATTENTION_LENGTH,
+                Subject("length", ("totals",)),
                 f"step {index}: head {h}'s column totals hold {len(t)} values, want one per position "
                 f"0..{positions - 1}: {positions}",
             )
@@ -218,7 +250,10 @@ def _check_total_values(index: int, totals) -> None:
     bad = ~np.isfinite(sums) | np.signbit(sums)
     if bad.any():
         h, p = divmod(int(np.argmax(bad.ravel())), sums.shape[1])  # head 0 first, position 0 up
-        raise Refusal(ATTENTION_VALUE, f"step {index}: the column total of head {h} for position {p} is {sums[h, p]!r}")
+        raise Refusal(
+            ATTENTION_VALUE, Subject("value", ("totals",)),
+            f"step {index}: the column total of head {h} for position {p} is {sums[h, p]!r}",
+        )
 
 
 def _gather_totals(sums, kept_after):
@@ -257,9 +292,9 @@ def run_steps(policy: Policy, steps, log: EvictionLog, query_heads: int = 1, set
         total_rows = step[5] if len(step) > 5 else 0
         try:
             if admit < 1:
-                raise Refusal(POSITION, f"step {index} admits no position")
+                raise Refusal(POSITION, Subject("range", ("admit",)), f"step {index} admits no position")
             if first + admit - 1 > MAX_POSITION:
-                raise Refusal(POSITION, f"step {index}: positions run past 2^32 - 1")
+                raise Refusal(POSITION, Subject("rule", ("admit",)), f"step {index}: positions run past 2^32 - 1")
             # Check 3: the rows' lengths, then the query rows' shape, then
             # the column totals' shape; check 4: the rows' weights, then the
             # query rows' weights, then the column totals
@@ -317,7 +352,7 @@ def run_steps(policy: Policy, steps, log: EvictionLog, query_heads: int = 1, set
                 else:
                     log.steps.append(StepOutcome([], 0, 0, [], outcomes))
         except Refusal as r:
-            log.rejection = (r.category, index, r.message)
+            log.rejection = (r.category, index, r.message, r.subject)
             return
         first += admit
 
@@ -392,7 +427,10 @@ def run_scenario(name, parameters, seed, steps=None, trace_config=None,
         policy = cls(values, Rng(seed))
         # 2. the scenario's shape: not both steps and a trace, then its head counts.
         if trace_config is not None and steps:
-            raise Refusal(INVALID_TRACE, "a scenario has either steps or a trace, not both")
+            raise Refusal(
+                INVALID_TRACE, Subject("rule", ("steps", "trace")),
+                "a scenario has either steps or a trace, not both",
+            )
         hq = 1 if query_heads is None else query_heads
         hkv = 1 if kv_heads is None else kv_heads
         check_head_counts(hq, hkv)
@@ -402,7 +440,7 @@ def run_scenario(name, parameters, seed, steps=None, trace_config=None,
             tp = trace_mod.params_from_proto(trace_config)
             gen = trace_mod.TraceGenerator(tp)
     except Refusal as r:
-        log.rejection = (r.category, -1, r.message)
+        log.rejection = (r.category, -1, r.message, r.subject)
         return log
     if gen is not None and hq == 1:
         run_trace(policy, gen, tp.steps, log)

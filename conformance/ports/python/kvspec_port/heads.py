@@ -18,7 +18,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .errors import INVALID_HEADS, Refusal
+from .errors import INVALID_HEADS, Refusal, Subject
 from .policies.base import StepOutcome, rank
 
 MAX_HEADS = 1024
@@ -35,12 +35,18 @@ def check_head_counts(query_heads: int, kv_heads: int) -> None:
     Since spec 0.5.0's several-head traces (spec/trace.md#several-heads) a
     trace scenario may have any valid head counts."""
     if not 1 <= query_heads <= MAX_HEADS:
-        raise Refusal(INVALID_HEADS, f"query_heads must be in [1, {MAX_HEADS}], got {query_heads}")
+        raise Refusal(
+            INVALID_HEADS, Subject("range", ("query_heads",)),
+            f"query_heads must be in [1, {MAX_HEADS}], got {query_heads}",
+        )
     if not 1 <= kv_heads <= MAX_HEADS:
-        raise Refusal(INVALID_HEADS, f"kv_heads must be in [1, {MAX_HEADS}], got {kv_heads}")
+        raise Refusal(
+            INVALID_HEADS, Subject("range", ("kv_heads",)), f"kv_heads must be in [1, {MAX_HEADS}], got {kv_heads}"
+        )
     if query_heads % kv_heads != 0:
         raise Refusal(
-            INVALID_HEADS, f"kv_heads must divide query_heads, got query_heads {query_heads}, kv_heads {kv_heads}"
+            INVALID_HEADS, Subject("rule", ("kv_heads", "query_heads")),
+            f"kv_heads must divide query_heads, got query_heads {query_heads}, kv_heads {kv_heads}"
         )
 
 

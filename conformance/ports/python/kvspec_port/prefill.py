@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from .errors import INVALID_PARAMETER, Refusal
+from .errors import INVALID_PARAMETER, Refusal, Subject
 
 # spec/prefill.md#when-a-policy-evicts: listed in the cards of h2o, tova,
 # snapkv and streamingllm after their other parameters, in this order.
@@ -56,6 +56,7 @@ def check_prefill_relations(name: str, values: dict) -> None:
     if "recent_window" in values and values["ratio_ppm"] > 0 and values["recent_window"] != 0:
         raise Refusal(
             INVALID_PARAMETER,
+            Subject("rule", ("ratio_ppm", "recent_window")),
             f"{name}: ratio_ppm above 0 requires recent_window 0, got ratio_ppm "
             f"{values['ratio_ppm']}, recent_window {values['recent_window']}",
         )
@@ -66,5 +67,6 @@ def check_prefill_relations(name: str, values: dict) -> None:
             if values.get(pname, 0) != 0:
                 raise Refusal(
                     INVALID_PARAMETER,
+                    Subject("rule", ("adaptive", pname)),  # the first not 0
                     f"{name}: adaptive 1 requires {pname} 0, got {pname} {values[pname]}",
                 )

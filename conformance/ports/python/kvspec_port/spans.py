@@ -28,7 +28,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import List, Sequence, Tuple
 
-from .errors import INVALID_PARAMETER, Refusal
+from .errors import INVALID_PARAMETER, Refusal, Subject
 
 U32_MAX = (1 << 32) - 1
 
@@ -51,6 +51,7 @@ def check_span_relations(name: str, values: dict) -> None:
     if values.get("span_window", 0) > 0 and values.get("span_chunk", 0) > 0:
         raise Refusal(
             INVALID_PARAMETER,
+            Subject("rule", ("span_window", "span_chunk")),
             f"{name}: span_window and span_chunk are not both above 0, got span_window "
             f"{values['span_window']}, span_chunk {values['span_chunk']}",
         )
@@ -60,6 +61,7 @@ def check_span_relations(name: str, values: dict) -> None:
             if values.get(pname, 0) != 0:
                 raise Refusal(
                     INVALID_PARAMETER,
+                    Subject("rule", ("evict_at", pname)),
                     f"{name}: evict_at above 0 requires {pname} 0, got evict_at "
                     f"{values['evict_at']}, {pname} {values[pname]}",
                 )
@@ -81,6 +83,7 @@ def check_context_shift_relations(name: str, values: dict, sinks: int = 0) -> No
             if values.get(pname, 0) != 0:
                 raise Refusal(
                     INVALID_PARAMETER,
+                    Subject("rule", ("context_shift", pname)),  # the first not 0
                     f"{name}: context_shift 1 needs {pname} 0, got context_shift 1, "
                     f"{pname} {values[pname]}",
                 )
@@ -90,12 +93,15 @@ def check_context_shift_relations(name: str, values: dict, sinks: int = 0) -> No
         if budget - sinks < 2:
             if name == "streamingllm":
                 detail = f"budget - sinks >= 2, got budget {budget}, sinks {sinks}"
+                names = ("context_shift", "budget", "sinks")
             else:
                 detail = f"budget >= 2, got budget {budget}"
-            raise Refusal(INVALID_PARAMETER, f"{name}: context_shift 1 needs {detail}")
+                names = ("context_shift", "budget")
+            raise Refusal(INVALID_PARAMETER, Subject("rule", names), f"{name}: context_shift 1 needs {detail}")
     elif discard > 0:
         raise Refusal(
             INVALID_PARAMETER,
+            Subject("rule", ("discard", "context_shift")),
             f"{name}: discard above 0 needs context_shift 1, got discard {discard}, "
             f"context_shift {shift}",
         )

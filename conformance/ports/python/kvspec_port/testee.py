@@ -83,10 +83,13 @@ def to_proto_log(elog, want_cut: bool) -> "kpb.EvictionLog":
     for s in elog.steps:
         _fill_step(out.steps.add(), s, want_cut)
     if elog.rejection is not None:
-        category, step, message = elog.rejection
+        category, step, message, subject = elog.rejection
         out.rejection.category = kpb.ErrorCategory.Value(category)
         out.rejection.step = step
         out.rejection.message = message
+        # spec/harness.md#subjects: the check and the names, in order.
+        out.rejection.subject.check = subject.check
+        out.rejection.subject.names.extend(subject.names)
     return out
 
 

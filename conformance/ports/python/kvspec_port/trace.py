@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence
 
-from .errors import INVALID_TRACE, Refusal
+from .errors import INVALID_TRACE, Refusal, Subject
 import numpy as np
 
 from .f32 import f32
@@ -91,7 +91,7 @@ def params_from_proto(tc) -> TraceParams:
         if tc.HasField(name):
             setattr(p, name, getattr(tc, name))
     if not tc.HasField("steps"):
-        raise Refusal(INVALID_TRACE, "trace: steps is required")
+        raise Refusal(INVALID_TRACE, Subject("range", ("trace.steps",)), "trace: steps is required")
     validate(p)
     return p
 
@@ -113,7 +113,9 @@ def validate(p: TraceParams) -> None:
     ]
     for name, ok, rule in checks:
         if not ok:
-            raise Refusal(INVALID_TRACE, f"trace: {name} {rule}, got {getattr(p, name)!r}")
+            raise Refusal(
+                INVALID_TRACE, Subject("range", ("trace." + name,)), f"trace: {name} {rule}, got {getattr(p, name)!r}"
+            )
 
 
 def head_params(p: TraceParams, h: int) -> TraceParams:

@@ -231,7 +231,7 @@ def _():
 
 @mutant("nan-at-evicted-position-accepted", "", "harness.md#refusals: only the kept weights are checked")
 def _():
-    from kvspec_port.errors import ATTENTION_LENGTH, POSITION, Refusal
+    from kvspec_port.errors import ATTENTION_LENGTH, POSITION, Refusal, Subject
 
     original = harness.run_steps
 
@@ -244,12 +244,12 @@ def _():
                 attention = None
                 if row is not None:
                     if len(row) != first:
-                        raise Refusal(ATTENTION_LENGTH, f"step {index}: row length")
+                        raise Refusal(ATTENTION_LENGTH, Subject("length", ("attention",)), f"step {index}: row length")
                     attention = [row[p] for p in policy.kept]
                 if queries:
                     # Query rows (spec/prefill.md) as the port checks them.
                     if admit < 1:
-                        raise Refusal(POSITION, f"step {index} admits no position")
+                        raise Refusal(POSITION, Subject("range", ("admit",)), f"step {index} admits no position")
                     prefill = harness._check_queries(index, first, admit, row, _heads, queries, 1)
                     harness._check_query_weights(index, prefill)
                     m, rows = prefill
@@ -262,7 +262,7 @@ def _():
                     # Policy.step checks only the gathered (kept) weights.
                     log.steps.append(policy.step(first, admit, attention))
             except Refusal as r:
-                log.rejection = (r.category, index, r.message)
+                log.rejection = (r.category, index, r.message, r.subject)
                 return
             first += admit
     harness.run_steps = run_steps

@@ -68,7 +68,7 @@ DECOY = [[0.0, 0.0, 1.0]]
 # -- The version and the hello (spec/features.md#the-list) --------------------
 
 def test_version_and_feature():
-    assert SPEC_VERSION == "0.10.0"
+    assert SPEC_VERSION == "0.11.0"
     assert FEATURES[-1] == "totals"
     assert list(hello_reply().hello.features)[-2:] == ["contextshift", "totals"]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
-from ..errors import ATTENTION_LENGTH, ATTENTION_VALUE, INVALID_PARAMETER, POSITION, Refusal
+from ..errors import ATTENTION_LENGTH, ATTENTION_VALUE, INVALID_PARAMETER, POSITION, Refusal, Subject
 from ..f32 import weight_ok
 from .. import spans as spans_mod
 from ..prefill import PREFILL_ONLY, RATIO_PPM, check_prefill_relations, step_budget  # noqa: F401
@@ -91,20 +91,26 @@ class Policy:
         """
         # spec/harness.md#refusals, "Called directly".
         if count < 1:
-            raise Refusal(POSITION, f"a step must admit at least one position, got {count}")
+            raise Refusal(
+                POSITION, Subject("range", ("admit",)), f"a step must admit at least one position, got {count}"
+            )
         if first < self.next_min:
-            raise Refusal(POSITION, f"position {first} is not above every position admitted before")
+            raise Refusal(
+                POSITION, Subject("rule", ("admit",)),
+                f"position {first} is not above every position admitted before",
+            )
         if first + count - 1 > MAX_POSITION:
-            raise Refusal(POSITION, "positions run past 2^32 - 1")
+            raise Refusal(POSITION, Subject("rule", ("admit",)), "positions run past 2^32 - 1")
         if attention is not None:
             if len(attention) != len(self.kept):
                 raise Refusal(
                     ATTENTION_LENGTH,
+                    Subject("length", ("attention",)),
                     f"attention has {len(attention)} weights, {len(self.kept)} positions are kept",
                 )
             for i, w in enumerate(attention):
                 if not weight_ok(w):
-                    raise Refusal(ATTENTION_VALUE, f"weight {i} is {w!r}")
+                    raise Refusal(ATTENTION_VALUE, Subject("value", ("attention",)), f"weight {i} is {w!r}")
         prefill = None
         if queries is not None:
             # The gathered counterpart of spec/prefill.md#checks (an API
@@ -112,14 +118,21 @@ class Policy:
             m = len(queries)
             n = len(self.kept) + count
             if attention is not None or not 1 <= m <= count:
-                raise Refusal(ATTENTION_LENGTH, f"{m} query rows for a step admitting {count}")
+                raise Refusal(
+                    ATTENTION_LENGTH, Subject("length", ("queries",)), f"{m} query rows for a step admitting {count}"
+                )
             for j, q in enumerate(queries):
                 if len(q) != n - m + 1 + j:
-                    raise Refusal(ATTENTION_LENGTH, f"query row {j} has {len(q)} weights, want {n - m + 1 + j}")
+                    raise Refusal(
+                        ATTENTION_LENGTH, Subject("length", ("queries",)),
+                        f"query row {j} has {len(q)} weights, want {n - m + 1 + j}",
+                    )
             for j, q in enumerate(queries):
                 for i, w in enumerate(q):
                     if not weight_ok(w):
-                        raise Refusal(ATTENTION_VALUE, f"query row {j}, weight {i} is {w!r}")
+                        raise Refusal(
+                            ATTENTION_VALUE, Subject("value", ("queries",)), f"query row {j}, weight {i} is {w!r}"
+                        )
             prefill = (m, [np.asarray(q, dtype=np.float64) for q in queries])
         if totals is not None or total_rows != 0:
             # spec/harness.md#refusals, called directly, check 7 (the
@@ -131,6 +144,7 @@ class Policy:
             if queries is None or totals is None or not 1 <= total_rows <= count or have != n:
                 raise Refusal(
                     ATTENTION_LENGTH,
+                    Subject("length", ("totals",)),
                     f"column totals need query rows beside them, total_rows 1..{count} and {n} "
                     f"values; got total_rows {total_rows}, {have} values",
                 )
@@ -138,7 +152,7 @@ class Policy:
             bad = ~np.isfinite(sums) | np.signbit(sums)  # finite, sign bit clear (binary64)
             if bad.any():
                 i = int(np.argmax(bad))  # from index 0 up
-                raise Refusal(ATTENTION_VALUE, f"column total {i} is {sums[i]!r}")
+                raise Refusal(ATTENTION_VALUE, Subject("value", ("totals",)), f"column total {i} is {sums[i]!r}")
             prefill = prefill + ((total_rows, sums),)
         return self.step_unchecked(first, count, attention, prefill)
 
@@ -242,6 +256,7 @@ class RecentWindowMixin:
         if not values["recent_window"] < values["budget"]:
             raise Refusal(
                 INVALID_PARAMETER,
+                Subject("rule", ("recent_window", "budget")),
                 f"{cls.NAME}: recent_window must be below budget, got recent_window "
                 f"{values['recent_window']}, budget {values['budget']}",
             )

@@ -20,7 +20,7 @@ and pooled over the prefix alone; the window's slots score +infinity
 
 import numpy as np
 
-from ..errors import INVALID_PARAMETER, Refusal
+from ..errors import INVALID_PARAMETER, Refusal, Subject
 from .base import (ADAPTIVE, AGGREGATION, BUDGET, GRANULARITY, PREFILL_ONLY, RATIO_PPM, RECENT_WINDOW,
                    SAFEGUARD_PERMILLE, RecentWindowMixin, ScorePolicy)
 
@@ -38,7 +38,8 @@ class SnapKvPolicy(ScorePolicy):
         RecentWindowMixin.check_relations.__func__(cls, values)  # 1. recent_window < budget
         if values["pool_kernel"] % 2 == 0:  # 2. pool_kernel is odd
             raise Refusal(
-                INVALID_PARAMETER, f"snapkv: pool_kernel must be odd, got {values['pool_kernel']}"
+                INVALID_PARAMETER, Subject("rule", ("pool_kernel",)),
+                f"snapkv: pool_kernel must be odd, got {values['pool_kernel']}"
             )
 
     @classmethod

@@ -23,7 +23,7 @@ non-sinks in one block (llama.cpp's shift), never a sink; it too requires
 `prefill_only` 0 and `ratio_ppm` 0, so no sink is ever evicted then.
 """
 
-from ..errors import INVALID_PARAMETER, Refusal
+from ..errors import INVALID_PARAMETER, Refusal, Subject
 from ..prefill import PREFILL_ONLY, RATIO_PPM
 from ..spans import (CONTEXT_SHIFT, DISCARD, EVICT_AT, POSITION_IDS, SPAN_CHUNK, SPAN_WINDOW, SPANS,
                      check_context_shift_relations, check_span_relations, context_shift_discard,
@@ -42,6 +42,7 @@ class StreamingLlmPolicy(BudgetPolicy):
         if not values["sinks"] < values["budget"]:
             raise Refusal(
                 INVALID_PARAMETER,
+                Subject("rule", ("sinks", "budget")),
                 f"streamingllm: sinks must be below budget, got sinks {values['sinks']}, "
                 f"budget {values['budget']}",
             )
