@@ -6,7 +6,7 @@
 
 use crate::error::{Category, Check, Refusal, Result, Subject};
 use crate::heads::{combine, floor_of, sets_of, shared_victim_counts, Aggregation, HeadCounts, Pair};
-use crate::policies::{self, rank, Policy, QueryRows, Selection};
+use crate::{policies::{rank, Policy, QueryRows, Selection}, registry};
 use crate::prefill::Totals;
 use crate::spans::{held_runs, query_spans, HeldRun};
 use crate::trace::{TraceGenerator, TraceParams};
@@ -357,7 +357,7 @@ impl Layer {
     /// otherwise (spec/heads.md#kept-sets). Every state is built from the
     /// same configuration.
     pub fn build(name: &str, params: &[(String, i64)], seed: u64, heads: HeadCounts) -> Result<Self> {
-        let first = policies::build(name, params, seed)?;
+        let first = registry::build(name, params, seed)?;
         let options = first.head_options();
         let budget = first.budget();
         let sets = match options {
@@ -370,7 +370,7 @@ impl Layer {
                     for _ in &covered {
                         states.push(match first.take() {
                             Some(p) => p,
-                            None => policies::build(name, params, seed)?,
+                            None => registry::build(name, params, seed)?,
                         });
                     }
                     sets.push(KeptSet::new(covered, states, opts.aggregation));
@@ -626,7 +626,7 @@ pub fn run_scenario_with_heads(
         Scenario::Trace(params_t) => {
             // One head: the single-head trace, exactly as before heads
             // existed (spec/trace.md#several-heads, head 0).
-            let policy = match policies::build(name, params, seed) {
+            let policy = match registry::build(name, params, seed) {
                 Ok(p) => p,
                 Err(refusal) => {
                     refuse(&mut log, refusal, -1);
@@ -887,7 +887,7 @@ mod tests {
     }
 
     fn kept_after(name: &str, p: &[(&str, i64)], scenario: &Scenario) -> Vec<u32> {
-        let policy = policies::build(name, &params(p), 0).unwrap();
+        let policy = registry::build(name, &params(p), 0).unwrap();
         let mut e = Engine::new(policy);
         let Scenario::Steps(steps) = scenario else { unreachable!() };
         let mut next = 0u64;
@@ -1054,7 +1054,7 @@ mod tests {
 
     #[test]
     fn direct_step_refusals_leave_the_policy_unchanged() {
-        let mut e = Engine::new(policies::build("h2o", &params(&[("budget", 3), ("recent_window", 1)]), 0).unwrap());
+        let mut e = Engine::new(registry::build("h2o", &params(&[("budget", 3), ("recent_window", 1)]), 0).unwrap());
         e.step(0, 2, None).unwrap();
         assert_eq!(e.step(1, 1, None).unwrap_err().category, Category::Position);
         assert_eq!(e.step(5, 0, None).unwrap_err().category, Category::Position);
@@ -1076,7 +1076,7 @@ mod tests {
         // position 2^32 - 1 is admitted, 2^32 is not
         assert!(e.step(MAX_POSITION, 1, None).is_ok());
         assert_eq!(e.step(MAX_POSITION + 1, 1, None).unwrap_err().category, Category::Position);
-        let mut e = Engine::new(policies::build("window", &params(&[("budget", 3)]), 0).unwrap());
+        let mut e = Engine::new(registry::build("window", &params(&[("budget", 3)]), 0).unwrap());
         assert_eq!(e.step(MAX_POSITION - 1, 3, None).unwrap_err().category, Category::Position);
     }
 }
@@ -1350,7 +1350,7 @@ mod heads_tests {
     #[test]
     fn head_parameters_are_checked_after_the_policy_own() {
         let cat = |name: &str, p: &[(&str, i64)]| {
-            crate::policies::build(name, &params(p), 0).err().map(|r| (r.category, r.message))
+            registry::build(name, &params(p), 0).err().map(|r| (r.category, r.message))
         };
         for policy in ["h2o", "tova", "snapkv"] {
             assert_eq!(cat(policy, &[("budget", 32), ("granularity", 3)]).unwrap().0, Category::InvalidParameter);
@@ -1613,7 +1613,7 @@ mod heads_tests {
     #[test]
     fn adakv_parameters() {
         let cat = |name: &str, p: &[(&str, i64)]| {
-            crate::policies::build(name, &params(p), 0).err().map(|r| (r.category, r.message))
+            registry::build(name, &params(p), 0).err().map(|r| (r.category, r.message))
         };
         for policy in ["h2o", "tova", "snapkv"] {
             for (n, v) in [("adaptive", -1), ("adaptive", 2), ("safeguard_permille", -1), ("safeguard_permille", 1001)] {

@@ -15,9 +15,11 @@
 pub mod error;
 pub mod harness;
 pub mod heads;
+pub mod params;
 pub mod policies;
 pub mod prefill;
 pub mod protocol;
+pub mod registry;
 pub mod rng;
 pub mod spans;
 pub mod trace;

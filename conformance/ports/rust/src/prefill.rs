@@ -6,7 +6,7 @@
 //! sees only their expanded parameters.
 
 use crate::error::{Category, Check, Refusal, Result, Subject};
-use crate::policies::ParamSpec;
+use crate::params::ParamSpec;
 
 /// `prefill_only` (spec/prefill.md#when-a-policy-evicts).
 pub(crate) const PREFILL_ONLY: ParamSpec = ParamSpec { name: "prefill_only", default: 0, min: 0, max: 1 };
@@ -638,7 +638,7 @@ mod scenario_tests {
     #[test]
     fn prefill_parameters() {
         let cat = |name: &str, p: &[(&str, i64)]| {
-            crate::policies::build(name, &params(p), 0).err().map(|r| (r.category, r.message))
+            crate::registry::build(name, &params(p), 0).err().map(|r| (r.category, r.message))
         };
         let refused = |name: &str, p: &[(&str, i64)], needle: &str| {
             let (c, m) = cat(name, p).unwrap_or_else(|| panic!("{name} {p:?} accepted"));

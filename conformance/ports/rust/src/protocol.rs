@@ -11,7 +11,7 @@ use crate::harness::{self, EvictionLog, Scenario, ScenarioStep, StepRecord};
 use crate::heads::HeadCounts;
 use crate::pb::kvspec::conformance::v1 as conf;
 use crate::pb::kvspec::v1 as kv;
-use crate::policies::REGISTRY;
+use crate::registry::REGISTRY;
 use crate::trace::TraceParams;
 
 /// Largest frame this port accepts (the runner's default cap).
@@ -137,7 +137,7 @@ fn run_request(req: &conf::Request) -> conf::response::Result {
     let sc = req.scenario.as_ref().unwrap_or(&empty);
     // The configuration first: a refused configuration is step -1 whatever
     // the scenario holds.
-    if let Err(refusal) = crate::policies::build(&policy.name, &params, policy.seed) {
+    if let Err(refusal) = crate::registry::build(&policy.name, &params, policy.seed) {
         return R::Log(config_rejection(&refusal));
     }
     if sc.trace.is_some() && !sc.steps.is_empty() {

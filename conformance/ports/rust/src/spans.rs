@@ -6,7 +6,7 @@
 //! gives them.
 
 use crate::error::{Category, Check, Refusal, Result, Subject};
-use crate::policies::ParamSpec;
+use crate::params::ParamSpec;
 use crate::prefill::PrefillOptions;
 
 /// The parameters of spec/spans.md#parameters, in card order; `evict_at`,
@@ -543,7 +543,7 @@ mod tests {
     #[test]
     fn parameters() {
         use crate::error::Category;
-        let refusal = |name: &str, p: &[(&str, i64)]| crate::policies::build(name, &params(p), 0).err();
+        let refusal = |name: &str, p: &[(&str, i64)]| crate::registry::build(name, &params(p), 0).err();
         let refused = |name: &str, p: &[(&str, i64)]| refusal(name, p).map(|r| r.category);
         let base = |name: &str| -> Vec<(&'static str, i64)> {
             match name {
@@ -833,7 +833,7 @@ mod tests {
     #[test]
     fn context_shift_parameters() {
         use crate::error::Category;
-        let refusal = |name: &str, p: &[(&str, i64)]| crate::policies::build(name, &params(p), 0).err();
+        let refusal = |name: &str, p: &[(&str, i64)]| crate::registry::build(name, &params(p), 0).err();
         let refused = |name: &str, p: &[(&str, i64)]| refusal(name, p).map(|r| r.category);
         let bad = Some(Category::InvalidParameter);
         let names = |name: &str, p: &[(&str, i64)], want: &[&str]| {

@@ -1,9 +1,12 @@
-//! The policy registry, configuration checks and the shared ranking rule.
-//! Spec: spec/harness.md#configuration, spec/harness.md#victims.
+//! What the policies share: the `Policy` trait, the parameters several
+//! cards take and their rules, and the ranking rule. Spec:
+//! spec/harness.md#configuration, spec/harness.md#victims. The names live
+//! in `registry.rs`, the parameter checks in `params.rs`.
 
 use crate::error::{Category, Check, Refusal, Result, Subject};
 use crate::heads::{Aggregation, Granularity, HeadOptions};
 use crate::prefill::{PrefillOptions, PREFILL_ONLY, RATIO_PPM};
+pub use crate::params::{resolve_params, ParamSpec};
 pub use crate::prefill::QueryRows;
 use crate::spans::SpanOptions;
 
@@ -14,9 +17,6 @@ pub mod snapkv;
 pub mod streamingllm;
 pub mod tova;
 pub mod window;
-
-/// Registry order (spec/README.md#policies).
-pub const REGISTRY: [&str; 7] = ["full", "window", "streamingllm", "h2o", "tova", "snapkv", "random"];
 
 /// What a policy chose at an evicting step.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -152,15 +152,6 @@ pub fn rank(kept: &[u32], scores: &[f64], candidates: usize, k: usize) -> Select
     }
 }
 
-/// One integer parameter of a card: name, default, inclusive range.
-#[derive(Clone, Copy, Debug)]
-pub struct ParamSpec {
-    pub name: &'static str,
-    pub default: i64,
-    pub min: i64,
-    pub max: i64,
-}
-
 pub(crate) const BUDGET: ParamSpec = ParamSpec { name: "budget", default: 512, min: 1, max: 4294967295 };
 pub(crate) const RECENT_WINDOW: ParamSpec =
     ParamSpec { name: "recent_window", default: 16, min: 0, max: 4294967294 };
@@ -204,44 +195,6 @@ pub(crate) fn prefill_options(v: &[i64]) -> PrefillOptions {
     PrefillOptions::from_params(v)
 }
 
-/// Checks 2 and 3 of spec/harness.md#configuration: every given parameter is
-/// known and given once (in the order given), then every card parameter, in
-/// card order, takes its default or must lie in its range. Returns the
-/// values in card order.
-pub fn resolve_params(policy: &str, specs: &[ParamSpec], given: &[(String, i64)]) -> Result<Vec<i64>> {
-    for (i, (name, _)) in given.iter().enumerate() {
-        if !specs.iter().any(|s| s.name == name) {
-            let msg = if specs.is_empty() {
-                format!("{policy}: unknown parameter '{name}'; {policy} takes no parameters")
-            } else {
-                let names: Vec<&str> = specs.iter().map(|s| s.name).collect();
-                format!("{policy}: unknown parameter '{name}'; {policy} takes {}", names.join(", "))
-            };
-            return Err(Refusal::new(Category::InvalidParameter, Subject::new(Check::Unknown, &[name]), msg));
-        }
-        if given[..i].iter().any(|(n, _)| n == name) {
-            return Err(Refusal::new(
-                Category::InvalidParameter,
-                Subject::new(Check::Repeated, &[name]),
-                format!("{policy}: parameter '{name}' given twice"),
-            ));
-        }
-    }
-    let mut values = Vec::with_capacity(specs.len());
-    for s in specs {
-        let v = given.iter().find(|(n, _)| n == s.name).map(|(_, v)| *v).unwrap_or(s.default);
-        if v < s.min || v > s.max {
-            return Err(Refusal::new(
-                Category::InvalidParameter,
-                Subject::new(Check::Range, &[s.name]),
-                format!("{policy}: {} must be in [{}, {}], got {v}", s.name, s.min, s.max),
-            ));
-        }
-        values.push(v);
-    }
-    Ok(values)
-}
-
 /// The shared rule `recent_window < budget` (spec/harness.md#protected-positions).
 pub(crate) fn check_recent_below_budget(policy: &str, budget: i64, recent_window: i64) -> Result<()> {
     if recent_window >= budget {
@@ -256,28 +209,10 @@ pub(crate) fn check_recent_below_budget(policy: &str, budget: i64, recent_window
     Ok(())
 }
 
-/// Build a policy from its registry name, parameters and Rng seed
-/// (spec/harness.md#configuration). Check 1: the name is registered.
-pub fn build(name: &str, params: &[(String, i64)], seed: u64) -> Result<Box<dyn Policy>> {
-    match name {
-        "full" => Ok(Box::new(full::Full::configure(params)?)),
-        "window" => Ok(Box::new(window::Window::configure(params)?)),
-        "streamingllm" => Ok(Box::new(streamingllm::StreamingLlm::configure(params)?)),
-        "h2o" => Ok(Box::new(h2o::H2o::configure(params)?)),
-        "tova" => Ok(Box::new(tova::Tova::configure(params)?)),
-        "snapkv" => Ok(Box::new(snapkv::SnapKv::configure(params)?)),
-        "random" => Ok(Box::new(random::Random::configure(params, seed)?)),
-        _ => Err(Refusal::new(
-            Category::UnknownPolicy,
-            Subject::new(Check::Unknown, &["name"]),
-            format!("unknown policy '{name}'"),
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::{build, REGISTRY};
 
     fn p(v: &[(&str, i64)]) -> Vec<(String, i64)> {
         v.iter().map(|(n, x)| (n.to_string(), *x)).collect()
