@@ -4,9 +4,9 @@
 #include <sstream>
 
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "cc/errors.h"
 #include "cc/registry.h"
 #include "spec/kvspec.pb.h"
 
@@ -22,10 +22,10 @@ std::vector<std::string> Backticked(absl::string_view text) {
   return tokens;
 }
 
-std::string SubjectText(const v1::Subject& subject) {
-  std::vector<std::string> parts = {subject.check()};
-  parts.insert(parts.end(), subject.names().begin(), subject.names().end());
-  return absl::StrJoin(parts, " ");
+// The reference's text of a subject ("range budget"), cc/errors.h.
+std::string TextOf(const v1::Subject& subject) {
+  return SubjectText(
+      Subject{subject.check(), {subject.names().begin(), subject.names().end()}});
 }
 
 }  // namespace
@@ -115,7 +115,7 @@ int CheckSubjects(const vectors::VectorSet& set, const std::string& spec_dir,
   for (const vectors::LoadedCase& c : set.cases) {
     const v1::EvictionLog& log = c.vector->expected();
     if (!log.has_rejection()) continue;
-    const std::string subject = SubjectText(log.rejection().subject());
+    const std::string subject = TextOf(log.rejection().subject());
     seen.insert(subject);
     // Any name can be unknown: `bogus`, `Budget`, another policy's.
     const bool unknown_parameter =
