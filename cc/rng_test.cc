@@ -1,5 +1,5 @@
 // Golden outputs for spec/rng.md. The expected values were computed by
-// tools/rng_goldens.py, an independent Python implementation written from
+// tools/goldens/rng_goldens.py, an independent Python implementation written from
 // spec/rng.md (arbitrary-precision integers masked to 64 bits), and are the
 // same values spec/rng.md publishes for ports. SplitMix64's first output from
 // seed 0, 0xe220a8397b1dcdaf, is also the published value of Vigna's

@@ -1,5 +1,5 @@
 // Goldens for spec/trace.md. The expected bits were printed by
-// tools/trace_goldens.py, an independent Python implementation written from
+// tools/goldens/trace_goldens.py, an independent Python implementation written from
 // the spec.
 #include "cc/trace.h"
 
@@ -63,7 +63,7 @@ TEST(TraceGenerator, CanonicalTraceMatchesIndependentGoldensDeepInTheRun) {
       {1296, 0x3c02c75c}, {1297, 0x3c81abde}, {1298, 0x3d00e8d0},
       {1299, 0x3d80dd21},
       // The first eight positions whose weight a fused multiply-add in the
-      // noise factor would change (tools/trace_goldens.py prints both).
+      // noise factor would change (tools/goldens/trace_goldens.py prints both).
       {22, 0x39636b7d},   {34, 0x38c98c58},   {46, 0x3783b804},
       {51, 0x38e63677},   {58, 0x391b83ff},   {61, 0x39239443},
       {74, 0x38fb76f2},   {92, 0x38d2f1f8},
@@ -232,7 +232,7 @@ TEST(HeadTraceConfig, HeadZeroIsTheTraceAndOthersHaveARole) {
 }
 
 // spec/trace.md#golden-rows-of-several-heads, printed by
-// `tools/trace_goldens.py --heads`: query heads 0..3 (the trace, then roles
+// `tools/goldens/trace_goldens.py --heads`: query heads 0..3 (the trace, then roles
 // 0, 1, 2) of a small trace, at steps 3 and 9, through CreateForHead (the
 // generators the harness runs a multi-head trace with).
 TEST(TraceGenerator, SeveralHeadsMatchIndependentGoldens) {

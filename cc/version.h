@@ -7,7 +7,7 @@ namespace kvspec {
 
 inline constexpr char kSpecVersion[] = "0.11.0";
 
-// Version of the vector generator (tools/regen_vectors). Raised when the
+// Version of the vector generator (tools/vectors/regen_vectors). Raised when the
 // generator's output changes for a reason other than a spec change (a new
 // case, a new rendering).
 inline constexpr char kGeneratorVersion[] = "1";

@@ -5,8 +5,8 @@
 #   frame_fuzzer          conformance/frame.cc: the conformance frames
 #   decode_fuzzer         conformance/decode.cc: runner --decode dumps
 #   vector_loader_fuzzer  tools/vectors/load.cc: vector files, MANIFEST.json
-#   import_fuzzer         tools/import_attention_lib.cc: .safetensors, .npy
-#   scenario_fuzzer       tools/scenario_file.cc: scenario files (simulate
+#   import_fuzzer         tools/attention/import_attention_lib.cc: .safetensors, .npy
+#   scenario_fuzzer       tools/simulate/scenario_file.cc: scenario files (simulate
 #                         --scenario), then the harness on small ones
 # Prints how many inputs each ran and what it found, then one line that
 # tools/test.sh counts, "fuzz: N passed, M failed": a target passes when it
@@ -52,7 +52,7 @@ libs=($(pkg-config --libs absl_statusor absl_str_format absl_strings absl_int128
 # Every source once, one compiler per core; then each target is linked.
 reference=($(ls cc/*.cc cc/policies/*.cc | grep -v '_test\.cc$'))
 sources=(conformance/frame.cc conformance/decode.cc tools/vectors/load.cc
-         tools/import_attention_lib.cc tools/scenario_file.cc tools/files/files.cc
+         tools/attention/import_attention_lib.cc tools/simulate/scenario_file.cc tools/files/files.cc
          "$work/spec/kvspec.pb.cc" "$work/spec/conformance.pb.cc"
          conformance/fuzz/*.cc tools/fuzz/*.cc "${reference[@]}")
 mkdir -p "$work/obj"
@@ -80,9 +80,9 @@ link vector_loader_fuzzer conformance/fuzz/vector_loader_fuzzer.cc \
   tools/vectors/load.cc tools/files/files.cc cc/sha256.cc "$work/spec/kvspec.pb.cc"
 link decode_fuzzer conformance/fuzz/decode_fuzzer.cc conformance/decode.cc \
   conformance/frame.cc "$work/spec/kvspec.pb.cc" "$work/spec/conformance.pb.cc"
-link import_fuzzer tools/fuzz/import_fuzzer.cc tools/import_attention_lib.cc \
+link import_fuzzer tools/fuzz/import_fuzzer.cc tools/attention/import_attention_lib.cc \
   tools/files/files.cc "$work/spec/kvspec.pb.cc" "${reference[@]}"
-link scenario_fuzzer tools/fuzz/scenario_fuzzer.cc tools/scenario_file.cc \
+link scenario_fuzzer tools/fuzz/scenario_fuzzer.cc tools/simulate/scenario_file.cc \
   "$work/spec/kvspec.pb.cc" "${reference[@]}"
 echo "fuzz: 5 targets built in $SECONDS s ($(nproc) cores); fuzzing each for $seconds s"
 
@@ -91,7 +91,7 @@ mkdir -p "$work/frames" "$work/files" "$work/dumps" "$work/attention" "$work/sce
 printf '\x05\x00\x00\x00hello\x00\x00\x00\x00' >"$work/frames/two"
 cp vectors/harness.pb vectors/full.pb vectors/MANIFEST.json "$work/files/"
 cp conformance/fuzz/seed-dump.bin "$work/dumps/"
-# Attention files in the layouts tools/capture_attention.py saves (uniform
+# Attention files in the layouts tools/attention/capture_attention.py saves (uniform
 # causal rows), each behind import_fuzzer's 5 control bytes (tools/fuzz/
 # import_fuzzer.cc): a .npy matrix, layer.<n> matrices, a window.<n> with
 # its __metadata__, a file with both, chunk.<n>.<e> tensors with their

@@ -107,8 +107,8 @@ venv_install conformance/ports/python/.venv conformance/ports/python/requirement
   'mutmut'
 
 # One torch environment for everything that needs torch: the attention
-# capture (tools/capture_attention.py) and kvpress on the vectors
-# (tools/kvpress_check.sh). PyPI's torch is the CUDA build on Linux x86-64
+# capture (tools/attention/capture_attention.py) and kvpress on the vectors
+# (tools/kvpress/check.sh). PyPI's torch is the CUDA build on Linux x86-64
 # (about 5.9 GB installed with NVIDIA's libraries); both run on the CPU.
 venv_install tools/.venv-torch tools/requirements-torch.txt \
   'kvpress|torch|transformers|safetensors|protobuf'

@@ -11,7 +11,7 @@
 # rediscovery of each blind-spot mutant), then tools/old_ports.sh (the Python port of each
 # earlier spec version, from git history, gets no failure), then
 # tools/recipes/check.sh (spec/arithmetic.md's recipes, run in each
-# language here), then tools/kvpress_check.sh (kvpress 0.5.5 itself on the
+# language here), then tools/kvpress/check.sh (kvpress 0.5.5 itself on the
 # vectors that use a kvpress preset, every disagreement listed in
 # tools/kvpress/disagreements.txt; then its presses inside a tiny model's
 # forward pass against kvspec, tools/kvpress/model_disagreements.txt), then each engine adapter's check
@@ -79,7 +79,7 @@ stage old-ports "$old" tools/old_ports.sh
 old_status=$?
 stage recipes "$recipes" tools/recipes/check.sh
 recipes_status=$?
-stage kvpress "$kvpress" tools/kvpress_check.sh
+stage kvpress "$kvpress" tools/kvpress/check.sh
 kvpress_status=$?
 engines_status=0
 for check in conformance/engines/*/check.sh; do

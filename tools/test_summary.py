@@ -2,7 +2,7 @@
 """Prints "tests: N passed, N failed" for the Bazel run whose output is in argv[1].
 
 argv[3:], if given, are lines "NAME: N passed, M failed" from other checkers
-(tools/determinism.sh, tools/test_ports.sh, tools/kvpress_check.sh) whose
+(tools/determinism.sh, tools/test_ports.sh, tools/kvpress/check.sh) whose
 counts are added; a line
 without such counts counts as one failure.
 

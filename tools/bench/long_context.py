@@ -6,9 +6,9 @@ head_dim 64, hidden 2048, MLP 8192, vocabulary 128,256; random weights, two
 layers, built from a config: nothing is downloaded), at each prompt length of
 --lengths:
 
-  capture    tools/capture_attention.py, layer 0's observation window (the
+  capture    tools/attention/capture_attention.py, layer 0's observation window (the
              last --window queries' rows), eager attention;
-  import     tools/import_attention: one prefill step carrying those rows;
+  import     tools/attention/import_attention: one prefill step carrying those rows;
   simulate   tools/simulate --json for snapkv, tova and streamingllm with
              their kvpress-0.5.5 presets at ratio 0.5 (kvpress's setting:
              compression once, at prefill).
@@ -176,7 +176,7 @@ def main():
     start_launcher()  # before the bench holds anything (see LAUNCHER)
     os.makedirs(args.work, exist_ok=True)
     python = sys.executable
-    capture = os.path.join(REPO, "tools", "capture_attention.py")
+    capture = os.path.join(REPO, "tools", "attention", "capture_attention.py")
 
     if not args.skip_build:
         subprocess.run(["bazel", "build", "-c", "opt", "//tools:import_attention",
@@ -185,8 +185,8 @@ def main():
     bazel_bin = subprocess.run(["bazel", "info", "-c", "opt", "bazel-bin"],
                                cwd=REPO, check=True, capture_output=True,
                                text=True).stdout.strip()
-    importer = os.path.join(bazel_bin, "tools", "import_attention")
-    simulate = os.path.join(bazel_bin, "tools", "simulate")
+    importer = os.path.join(bazel_bin, "tools", "attention", "import_attention")
+    simulate = os.path.join(bazel_bin, "tools", "simulate", "simulate")
 
     model = os.path.join(args.work, "model")
     if not os.path.isfile(os.path.join(model, "config.json")):

@@ -1,5 +1,5 @@
 // Reading the rule subjects from harness.md's table, on small markdown
-// written here (the census reads spec/ itself: //tools:census_test).
+// written here (the census reads spec/ itself: //tools/census:census_test).
 #include "tools/census/subjects.h"
 
 #include "gtest/gtest.h"

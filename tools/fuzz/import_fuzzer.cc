@@ -1,4 +1,4 @@
-// libFuzzer target: the attention importer (tools/import_attention_lib.h)
+// libFuzzer target: the attention importer (tools/attention/import_attention_lib.h)
 // refuses any malformed .npy or .safetensors file with a status, never a
 // crash, and whatever it accepts is a scenario the harness accepts.
 //
@@ -38,7 +38,7 @@
 #include "cc/harness.h"
 #include "cc/proto_convert.h"
 #include "spec/kvspec.pb.h"
-#include "tools/import_attention_lib.h"
+#include "tools/attention/import_attention_lib.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // libFuzzer target: the scenario-file loader of tools/simulate
-// (tools/scenario_file.h: ReadScenarioFile, ConvertReleasing) refuses
+// (tools/simulate/scenario_file.h: ReadScenarioFile, ConvertReleasing) refuses
 // malformed files with a status, never a crash, and the reference's harness
 // (cc/harness.h) refuses or runs whatever scenario the file holds.
 //
@@ -33,7 +33,7 @@
 #include "cc/registry.h"
 #include "google/protobuf/stubs/logging.h"
 #include "spec/kvspec.pb.h"
-#include "tools/scenario_file.h"
+#include "tools/simulate/scenario_file.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
     tools/.venv-torch/bin/python tools/kvpress/model_check.py --write
     tools/.venv-torch/bin/python tools/kvpress/model_check.py --table
 
-tools/kvpress_check.py hands each press the tensors a vector describes; this
+tools/kvpress/vectors_check.py hands each press the tensors a vector describes; this
 tool lets kvpress run the way its users run it, end to end:
 
 kvpress's side. A tiny Llama with random weights is built from a config
@@ -19,11 +19,11 @@ compressed cache, each kept key row matched bit for bit to the key rows of
 the same run without a press; the press's own float32 scores are recorded
 by wrapping its `score`.
 
-kvspec's side, from the same model and prompt: tools/capture_attention.py
+kvspec's side, from the same model and prompt: tools/attention/capture_attention.py
 captures each layer's rows (eager: every query's row, the layer's own eager
 attention, which is what kvpress reads from `output[1]`; sdpa: the last
 SNAPKV_WINDOW queries' rows as kvpress recomputes them,
-SnapKVPress.compute_window_attention), tools/import_attention makes the
+SnapKVPress.compute_window_attention), tools/attention/import_attention makes the
 prefill scenario of each layer, and tools/simulate --json runs the policy
 with its `preset=kvpress-0.5.5` and the press's ratio; the press is built
 from simulate's effective parameters, so both sides run one configuration.
@@ -37,7 +37,7 @@ recomputed rows (the prediction), and, as
 `model/sdpa-on-eager-rows/...`, against kvspec fed the eager rows (what a
 user who captured eager attention would predict).
 
-Classes, per set (tools/kvpress_check.py defines tie, rounding and rule):
+Classes, per set (tools/kvpress/vectors_check.py defines tie, rounding and rule):
   tie       the positions kept by one side only (D) all have equal kvpress
             scores and equal spec scores: torch.topk broke a tie its way;
   rounding  float32 reductions in another order, within 2^-12 relative;
@@ -66,11 +66,11 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.dirname(HERE))
-import kvpress_check as kc  # noqa: E402  (tools/kvpress_check.py)
+sys.path.insert(0, HERE)
+import vectors_check as kc  # noqa: E402  (tools/kvpress/vectors_check.py)
 
 DEFAULT_FILE = os.path.join(HERE, "model_disagreements.txt")
-CAPTURE = os.path.join(REPO, "tools", "capture_attention.py")
+CAPTURE = os.path.join(REPO, "tools", "attention", "capture_attention.py")
 MODEL = dict(vocab_size=512, hidden_size=64, intermediate_size=128,
              num_hidden_layers=2, num_attention_heads=8,
              num_key_value_heads=2, initializer_range=0.3)
@@ -89,7 +89,7 @@ HEADER = """\
 # model's attention: every disagreement between the positions the press kept
 # and the ones kvspec keeps, one line per (case, KV head). Written by
 # `tools/.venv-torch/bin/python tools/kvpress/model_check.py --write`, which
-# keeps the causes of lines that reappear; checked by tools/kvpress_check.sh.
+# keeps the causes of lines that reappear; checked by tools/kvpress/check.sh.
 #
 #   <case-id> set=<kv head> <class> positions=<D> spec=<binary64 scores> kvpress=<float32 scores>
 #
@@ -115,8 +115,8 @@ def bazel_binaries():
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     out = subprocess.run(["bazel", "info", "bazel-bin"], cwd=REPO, check=True,
                          capture_output=True, text=True).stdout.strip()
-    return (os.path.join(out, "tools", "import_attention"),
-            os.path.join(out, "tools", "simulate"))
+    return (os.path.join(out, "tools", "attention", "import_attention"),
+            os.path.join(out, "tools", "simulate", "simulate"))
 
 
 def build_model(work):

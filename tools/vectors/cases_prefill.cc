@@ -138,7 +138,7 @@ void AddPrefillScenarios(SuiteBuilder& b) {
 }
 
 void AddPrefillCases(SuiteBuilder& b) {
-  // kvpress 0.5.5's presses on one prompt (tools/kvpress_check.py runs
+  // kvpress 0.5.5's presses on one prompt (tools/kvpress/vectors_check.py runs
   // kvpress itself on these).
   const std::vector<std::string> kvpress = {"preset.kvpress-0.5.5"};
   for (int64_t ratio : {250000, 500000, 750000}) {

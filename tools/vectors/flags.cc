@@ -243,7 +243,7 @@ const std::vector<FlagInfo>& Flags() {
        "0.6.0"},
       {"preset.kvpress-0.5.5", "prefill.md#presets",
        "the case runs a kvpress 0.5.5 preset (a label: it gives every "
-       "parameter the preset sets); tools/kvpress_check runs kvpress on it",
+       "parameter the preset sets); tools/kvpress/check.sh runs kvpress on it",
        {"streamingllm", "h2o", "tova", "snapkv"},
        "0.6.0"},
       {"preset.official", "prefill.md#presets",

@@ -1,6 +1,6 @@
 // The flags a vector case carries: each names one spec rule the case exists
 // for. spec/vectors.md#flags renders this table (a generated block), and
-// tools/audit --census counts, for each flag, the cases it decided.
+// tools/census/audit --census counts, for each flag, the cases it decided.
 #ifndef KVSPEC_TOOLS_VECTORS_FLAGS_H_
 #define KVSPEC_TOOLS_VECTORS_FLAGS_H_
 
@@ -17,7 +17,7 @@ struct FlagInfo {
   // One line: what a case with this flag shows.
   std::string note;
   // Policies for which the suite must hold at least one case this flag
-  // decided (tools/audit --census fails otherwise).
+  // decided (tools/census/audit --census fails otherwise).
   std::vector<std::string> required_for;
   // The spec version in which the rule was introduced or last changed
   // (spec/features.md#since): a case with this flag has its outcome set no

@@ -1,6 +1,6 @@
 // Builds every file of vectors/ in memory from the suite definition
 // (cases.h), computing each case's expected log with the reference.
-// tools/regen_vectors writes the result; the drift test compares it with the
+// tools/vectors/regen_vectors writes the result; the drift test compares it with the
 // committed files byte for byte.
 //
 // Spec: spec/vectors.md

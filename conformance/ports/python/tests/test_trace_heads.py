@@ -203,7 +203,7 @@ def test_every_head_streams_its_own_single_head_rows(fields):
 # -- Golden rows -----------------------------------------------------------------
 
 # spec/trace.md#golden-rows-of-several-heads (printed by
-# `tools/trace_goldens.py --heads`): query heads 0..3 (the trace itself, then
+# `tools/goldens/trace_goldens.py --heads`): query heads 0..3 (the trace itself, then
 # roles 0, 1, 2), binary32 bits of steps 3 and 9's full rows.
 SEVERAL_HEADS_SEEDS = [1, 0xBEEB8DA1658EEC67, 0xBA56949915DCF9E9, 0xE99FF867DBF682C9]
 SEVERAL_HEADS_GOLDENS = {

@@ -51,7 +51,7 @@ fn canonical_trace_at_step_1300() {
 }
 
 /// spec/trace.md#golden-rows-of-several-heads (printed by
-/// `tools/trace_goldens.py --heads`): query heads 0..3 (the trace itself,
+/// `tools/goldens/trace_goldens.py --heads`): query heads 0..3 (the trace itself,
 /// then roles 0, 1, 2) of a small trace at steps 3 and 9, each head's
 /// generator built from `for_head` as the harness builds it.
 #[test]

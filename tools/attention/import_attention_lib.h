@@ -155,8 +155,8 @@
 //   absl::StatusOr<v1::Scenario> scenario = ImportAttention("attn.npy",
 //                                                           options);
 //   if (scenario.ok()) status = WriteScenarioFile(*scenario, "attn.pb");
-#ifndef KVSPEC_TOOLS_IMPORT_ATTENTION_LIB_H_
-#define KVSPEC_TOOLS_IMPORT_ATTENTION_LIB_H_
+#ifndef KVSPEC_TOOLS_ATTENTION_IMPORT_ATTENTION_LIB_H_
+#define KVSPEC_TOOLS_ATTENTION_IMPORT_ATTENTION_LIB_H_
 
 #include <climits>
 #include <cstdint>
@@ -309,4 +309,4 @@ absl::Status WriteScenarioFile(const v1::Scenario& scenario,
 
 }  // namespace kvspec
 
-#endif  // KVSPEC_TOOLS_IMPORT_ATTENTION_LIB_H_
+#endif  // KVSPEC_TOOLS_ATTENTION_IMPORT_ATTENTION_LIB_H_

@@ -1,8 +1,8 @@
-// Tests of tools/import_attention_lib.h. Every input file is built here byte
+// Tests of tools/attention/import_attention_lib.h. Every input file is built here byte
 // by byte (the .npy and .safetensors layouts written out in full) and
 // written to the test's temporary directory, so the test needs no NumPy and
 // no model.
-#include "tools/import_attention_lib.h"
+#include "tools/attention/import_attention_lib.h"
 
 #include <dirent.h>
 #include <sys/resource.h>

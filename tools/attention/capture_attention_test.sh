@@ -1,8 +1,8 @@
 #!/bin/bash
 # End to end, attention from a real model: builds a tiny random Llama
 # (4 query heads, 2 KV heads, 2 layers, no tokenizer), captures one layer's
-# whole causal matrix with tools/capture_attention.py --matrix, imports it
-# with tools/import_attention --kv_heads=2, checks the scenario carries the
+# whole causal matrix with tools/attention/capture_attention.py --matrix, imports it
+# with tools/attention/import_attention --kv_heads=2, checks the scenario carries the
 # captured weights bit for bit, and runs every policy over it with
 # tools/simulate. Then the observation-window capture: a 600-token prompt
 # given as token ids, two layers' window rows computed a block of rows at a
@@ -20,18 +20,18 @@
 # not). Without one the test FAILS.
 set -u
 RUNFILES="$TEST_SRCDIR/kvspec"
-SIMULATE="$RUNFILES/tools/simulate"
-IMPORT="$RUNFILES/tools/import_attention"
-CAPTURE="$RUNFILES/tools/capture_attention.py"
-REPORT="$RUNFILES/tools/attention_report.py"
+SIMULATE="$RUNFILES/tools/simulate/simulate"
+IMPORT="$RUNFILES/tools/attention/import_attention"
+CAPTURE="$RUNFILES/tools/attention/capture_attention.py"
+REPORT="$RUNFILES/tools/attention/attention_report.py"
 TMP="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 start=$SECONDS
 
-# The runfiles hold symlinks to the sources: the repository is two levels
+# The runfiles hold symlinks to the sources: the repository is three levels
 # above capture_attention.py's real path.
-REPO="$(dirname "$(dirname "$(readlink -f "$CAPTURE")")")"
+REPO="$(dirname "$(dirname "$(dirname "$(readlink -f "$CAPTURE")")")")"
 PYTHON="${KVSPEC_CAPTURE_PYTHON:-$REPO/tools/.venv-torch/bin/python}"
 if [[ ! -x "$PYTHON" ]]; then
   echo "FAIL: no Python for capture_attention at $PYTHON."
@@ -539,7 +539,7 @@ refuse "bad device" "--device nowhere" --token_ids "$TMP/ids.txt" \
 [[ ! -e "$TMP/no.safetensors" ]] || fail "a refused capture wrote its output"
 [[ -z "$(ls "$TMP" | grep '\.tmp$')" ]] || fail "a temporary file was left"
 
-# --- tools/attention_report.py: model and prompt to policies x ratios ---
+# --- tools/attention/attention_report.py: model and prompt to policies x ratios ---
 # The 600-token prompt: a prefill of 568 (the last 40 queries' rows), then
 # 32 decode queries. kvpress's budget is max(1, int(568 * (1 - r))): 426,
 # 284, 142 and 56 kept for r = 0.25, 0.5, 0.75, 0.9, in every set; the

@@ -5,12 +5,12 @@
 # fails on a suite missing one bound, one check order or one default.
 set -u
 cd "$TEST_SRCDIR/kvspec" || exit 1
-tools/audit_opt --census --vectors=vectors --spec=spec || exit 1
+tools/census/audit_opt --census --vectors=vectors --spec=spec || exit 1
 
 status=0
 expect_failure() {  # what the census must then say, cases to drop
   local want="$1" drop="$2" out
-  out="$(tools/audit_opt --census --vectors=vectors --spec=spec --drop="$drop" 2>&1)"
+  out="$(tools/census/audit_opt --census --vectors=vectors --spec=spec --drop="$drop" 2>&1)"
   if [[ $? -eq 0 ]] || ! grep -qF -- "$want" <<<"$out"; then
     echo "FAIL: without $drop the census should fail with: $want"
     echo "$out" | grep -E '^FAIL|census failures' | head -10

@@ -16,8 +16,8 @@
 //   absl::StatusOr<Scenario> scenario = ReadScenarioFile("prompt.pb");
 //   if (!scenario.ok()) ... scenario.status().message() ...
 //   RunResult result = RunScenario(config, *scenario);
-#ifndef KVSPEC_TOOLS_SCENARIO_FILE_H_
-#define KVSPEC_TOOLS_SCENARIO_FILE_H_
+#ifndef KVSPEC_TOOLS_SIMULATE_SCENARIO_FILE_H_
+#define KVSPEC_TOOLS_SIMULATE_SCENARIO_FILE_H_
 
 #include <string>
 
@@ -52,4 +52,4 @@ Scenario ConvertReleasing(v1::Scenario& proto);
 
 }  // namespace kvspec
 
-#endif  // KVSPEC_TOOLS_SCENARIO_FILE_H_
+#endif  // KVSPEC_TOOLS_SIMULATE_SCENARIO_FILE_H_

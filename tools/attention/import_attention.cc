@@ -56,8 +56,8 @@
 // Before anything big is built, the scenario's exact serialized size is
 // checked against protobuf's 2 GiB message limit (INT_MAX bytes), and the
 // import's memory against MemAvailable: a refusal gives the figures and the
-// ways out. tools/import_attention_lib.h says exactly what is read, checked
-// and refused; tools/capture_attention.py writes the .safetensors file from
+// ways out. tools/attention/import_attention_lib.h says exactly what is read, checked
+// and refused; tools/attention/capture_attention.py writes the .safetensors file from
 // a Hugging Face model.
 //
 // --output is written only over a regular file (or a new one), and never
@@ -83,7 +83,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "tools/files/files.h"
-#include "tools/import_attention_lib.h"
+#include "tools/attention/import_attention_lib.h"
 
 ABSL_FLAG(std::string, input, "",
           "The attention file: .npy (float32 [heads, L, L], C order) or "

@@ -15,7 +15,7 @@
 // --json=PATH writes one run (one --policy) as JSON: the configuration after
 // preset expansion, each step's victims and cut per kept set, kept sets
 // (--json_kept), warnings and the refusal. Field by field:
-// tools/simulate-json.md.
+// tools/simulate/simulate-json.md.
 //
 // Files: --scenario must be a regular file, not empty (a FIFO or a device
 // is refused at once, never read). --json, --write_sample and --write_trace
@@ -61,13 +61,13 @@
 #include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "spec/kvspec.pb.h"
 #include "tools/files/files.h"
-#include "tools/sample_scenario.h"
-#include "tools/scenario_file.h"
+#include "tools/simulate/sample_scenario.h"
+#include "tools/simulate/scenario_file.h"
 
 ABSL_FLAG(std::string, policy, "",
           "Registry name of the policy to run (see --list). Empty runs every "
           "registered policy with the sample settings of "
-          "tools/sample_scenario.h.");
+          "tools/simulate/sample_scenario.h.");
 ABSL_FLAG(std::vector<std::string>, params, {},
           "Comma-separated name=value integer parameters for --policy, e.g. "
           "budget=6,sinks=2. Parameters left out take the defaults of the "
@@ -100,7 +100,7 @@ ABSL_FLAG(bool, list, false,
 ABSL_FLAG(bool, quiet, false,
           "Print only each policy's summary line, not every step.");
 ABSL_FLAG(std::string, json, "",
-          "Write the run as JSON to this path (tools/simulate-json.md); '-' "
+          "Write the run as JSON to this path (tools/simulate/simulate-json.md); '-' "
           "writes it to stdout and prints no text log (warnings and a "
           "refusal still go to stderr). Needs --policy: one run per file. "
           "Works with --scenario, the sample scenario and --trace_steps. "
@@ -189,7 +189,7 @@ absl::StatusOr<std::vector<Parameter>> ParseParams(
 }
 
 // The built-in sample, or the binary kvspec.v1.Scenario at `path`
-// (tools/scenario_file.h), its refusals prefixed with the flag.
+// (tools/simulate/scenario_file.h), its refusals prefixed with the flag.
 // spec/harness.md#resources: a step holds every position it admits before
 // it evicts, in every set. The most a reference policy keeps per position
 // and set, measured (simulate over one step admitting 10,000,000 positions,
@@ -344,7 +344,7 @@ void PrintRefusal(const RunResult& result) {
 }
 
 // ---------------------------------------------------------------------------
-// JSON (tools/simulate-json.md).
+// JSON (tools/simulate/simulate-json.md).
 
 class JsonWriter {
  public:
@@ -1510,7 +1510,7 @@ int main(int argc, char** argv) {
       "  simulate                      every policy on the sample scenario\n"
       "  simulate --policy=NAME [--params=k=v,...] [--scenario=FILE]\n"
       "  simulate --policy=NAME ... --json=FILE|-   the run as JSON "
-      "(tools/simulate-json.md)\n"
+      "(tools/simulate/simulate-json.md)\n"
       "  simulate --list               policies, parameters, defaults");
   absl::ParseCommandLine(argc, argv);
   // A scenario the spec accepts can still need more memory than the machine

@@ -2,8 +2,8 @@
 // and shaped to show each positional rule deciding something: a prefill chunk
 // longer than the sample budgets, decode steps with attention, one step with
 // null attention, and a second chunk that crosses capacity.
-#ifndef KVSPEC_TOOLS_SAMPLE_SCENARIO_H_
-#define KVSPEC_TOOLS_SAMPLE_SCENARIO_H_
+#ifndef KVSPEC_TOOLS_SIMULATE_SAMPLE_SCENARIO_H_
+#define KVSPEC_TOOLS_SIMULATE_SAMPLE_SCENARIO_H_
 
 #include <vector>
 
@@ -23,4 +23,4 @@ std::vector<PolicyConfig> SampleConfigs();
 
 }  // namespace kvspec
 
-#endif  // KVSPEC_TOOLS_SAMPLE_SCENARIO_H_
+#endif  // KVSPEC_TOOLS_SIMULATE_SAMPLE_SCENARIO_H_

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """From a model directory and a prompt to a table of policies x ratios.
 
-    tools/.venv-torch/bin/python tools/attention_report.py \\
+    tools/.venv-torch/bin/python tools/attention/attention_report.py \\
         --model ~/models/Llama-3.2-1B --text prompt.txt --layers 0,8 \\
         --out /tmp/report
 
-One command over the three tools: tools/capture_attention.py captures each
+One command over the three tools: tools/attention/capture_attention.py captures each
 layer's rows of the prompt's last --window + --decode queries;
-tools/import_attention makes, per layer, a prefill of the first L - D
+tools/attention/import_attention makes, per layer, a prefill of the first L - D
 positions (carrying the last --window queries' rows before them) followed by
 D = --decode decode steps; tools/simulate --json runs each policy of
 --policies with its kvpress-0.5.5 preset (compression once at prefill,
@@ -44,8 +44,9 @@ import os
 import subprocess
 import sys
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CAPTURE = os.path.join(REPO, "tools", "capture_attention.py")
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+CAPTURE = os.path.join(REPO, "tools", "attention", "capture_attention.py")
 COLORS = {"snapkv": "#1f77b4", "tova": "#d62728", "streamingllm": "#2ca02c",
           "h2o": "#9467bd"}
 
@@ -98,8 +99,8 @@ def binaries():
     out = subprocess.run(["bazel", "info", "-c", "opt", "bazel-bin"], cwd=REPO,
                          check=True, capture_output=True, text=True).stdout
     out = out.strip()
-    return (os.path.join(out, "tools", "import_attention"),
-            os.path.join(out, "tools", "simulate"))
+    return (os.path.join(out, "tools", "attention", "import_attention"),
+            os.path.join(out, "tools", "simulate", "simulate"))
 
 
 def retained(rows, first_decode, kept_sets, heads_of_set):

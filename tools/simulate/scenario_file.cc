@@ -1,4 +1,4 @@
-#include "tools/scenario_file.h"
+#include "tools/simulate/scenario_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,7 +1,7 @@
 #!/bin/bash
 # End-to-end checks of tools/simulate, as a user runs it.
 set -u
-SIMULATE="$TEST_SRCDIR/kvspec/tools/simulate"
+SIMULATE="$TEST_SRCDIR/kvspec/tools/simulate/simulate"
 TMP="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
@@ -65,7 +65,7 @@ grep -q "60 steps, 60 positions admitted, 52 evicted" "$TMP/expanded" \
 [[ $? -eq 2 ]] || fail "--write_trace without --trace_steps must exit 2"
 
 # ---------------------------------------------------------------------------
-# --json (tools/simulate-json.md). Checked with Debian's python3 (the json
+# --json (tools/simulate/simulate-json.md). Checked with Debian's python3 (the json
 # module only); a missing python3 fails the test, never skips it.
 PY=/usr/bin/python3
 [[ -x "$PY" ]] || PY="$(command -v python3 || true)"

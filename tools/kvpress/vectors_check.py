@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Runs NVIDIA kvpress 0.5.5's own presses on the vectors that use a kvpress preset.
 
-    tools/.venv-torch/bin/python tools/kvpress_check.py [--check]   # the default
-    tools/.venv-torch/bin/python tools/kvpress_check.py --write
-    tools/.venv-torch/bin/python tools/kvpress_check.py --table
-    tools/.venv-torch/bin/python tools/kvpress_check.py --selftest
+    tools/.venv-torch/bin/python tools/kvpress/vectors_check.py [--check]   # the default
+    tools/.venv-torch/bin/python tools/kvpress/vectors_check.py --write
+    tools/.venv-torch/bin/python tools/kvpress/vectors_check.py --table
+    tools/.venv-torch/bin/python tools/kvpress/vectors_check.py --selftest
 
-(tools/kvpress_check.sh runs --check with the right interpreter; tools/setup.sh
+(tools/kvpress/check.sh runs --check with the right interpreter; tools/setup.sh
 makes tools/.venv-torch from tools/requirements-torch.txt.)
 
 Every case of vectors/*.pb whose flags contain "preset.kvpress-0.5.5" has an
@@ -88,7 +88,8 @@ import tempfile
 import traceback
 import types
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 FLAG = "preset.kvpress-0.5.5"
 DEFAULT_FILE = os.path.join(REPO, "tools", "kvpress", "disagreements.txt")
 GEN_DIR = os.path.join(REPO, "conformance", "ports", "python", "kvspec_port", "_gen")
@@ -504,14 +505,14 @@ HEADER = """\
 # kvpress 0.5.5 against the vectors that use a kvpress preset: every
 # disagreement between the positions kvpress's own press keeps and the ones
 # the vector keeps, one line per (case, set), in case order. Written by
-# `tools/.venv-torch/bin/python tools/kvpress_check.py --write`, which keeps
-# the causes of lines that reappear; checked by tools/kvpress_check.sh.
+# `tools/.venv-torch/bin/python tools/kvpress/vectors_check.py --write`, which keeps
+# the causes of lines that reappear; checked by tools/kvpress/check.sh.
 #
 #   <case-id> set=<s> <class> positions=<D> spec=<binary64 scores> kvpress=<float32 scores>
 #
 # D: the positions kept by one side and not the other, ascending; spec
 # scores from the case's cut ('?' when not in it); class tie, rounding or
-# rule (see tools/kvpress_check.py). A rule line ends with
+# rule (see tools/kvpress/vectors_check.py). A rule line ends with
 # " cause: <what kvpress does differently, and where>".
 """
 

@@ -11,7 +11,7 @@ one tensor (one per chunk with --prefill_chunk) to the .safetensors file
         the attention rows of the prompt's last m queries, positions
         L-m .. L-1: row r is what query q = L-m+r pays to keys 0..L-1
         (0 beyond q: the causal mask). This is an observation window
-        (spec/prefill.md#query-rows): tools/import_attention makes it a
+        (spec/prefill.md#query-rows): tools/attention/import_attention makes it a
         prefill step carrying those rows as query rows.
     layer.<n>    F32 [Hq, L, L]   (--matrix)
         the whole causal matrix, every query's row. It grows as L^2: for a
@@ -21,7 +21,7 @@ one tensor (one per chunk with --prefill_chunk) to the .safetensors file
         ... and finally L (the last chunk may be shorter), the rows of the
         chunk's last m_e = min(m, e - previous end) queries over keys
         0..e-1 (m = --window, 64 unless given): what a policy that
-        compresses at prefill sees at that chunk. tools/import_attention
+        compresses at prefill sees at that chunk. tools/attention/import_attention
         makes them one prefill step per chunk. In a causal model the row of
         query q depends on nothing after q, so these are the rows of the
         same queries in the one forward pass, cut at e, computed as the
@@ -41,7 +41,7 @@ one tensor (one per chunk with --prefill_chunk) to the .safetensors file
         rows are kept: H2O's observed attention at any length, for the
         cost of the whole matrix's arithmetic and none of its storage.
         With D > 0 the totals are those of the prefill step that
-        tools/import_attention --totals --decode=D makes, its last D
+        tools/attention/import_attention --totals --decode=D makes, its last D
         positions being decode steps. Eager attention only.
 
 Nothing of size L x L is ever held: rows are computed from the layer's queries
@@ -87,7 +87,7 @@ out. __metadata__ records the model, layers, token count, window, attention
 path, versions and the SHA-256 of the token ids (and, with --prefill_chunk,
 "layout": "chunks", "prefill_chunk": C and "chunks": their count per layer).
 
-    tools/.venv-torch/bin/python tools/capture_attention.py \\
+    tools/.venv-torch/bin/python tools/attention/capture_attention.py \\
         --model ~/models/Llama-3.2-1B --text prompt.txt --layers 0,8 \\
         --window 64 --output /tmp/window.safetensors
     bazel run //tools:import_attention -- --input=/tmp/window.safetensors \\
@@ -95,7 +95,7 @@ path, versions and the SHA-256 of the token ids (and, with --prefill_chunk,
 
 A chunked prefill of 512 tokens a chunk, the last 64 queries of each:
 
-    tools/.venv-torch/bin/python tools/capture_attention.py \\
+    tools/.venv-torch/bin/python tools/attention/capture_attention.py \\
         --model ~/models/Llama-3.2-1B --text prompt.txt --layers 8 \\
         --window 64 --prefill_chunk 512 --output /tmp/chunks.safetensors
     bazel run //tools:import_attention -- --input=/tmp/chunks.safetensors \\
@@ -218,7 +218,7 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(
         description="Capture the attention rows kvspec's prefill steps need "
         "(an observation window's rows, or the whole causal matrix) from a "
-        "Hugging Face causal LM, as .safetensors for tools/import_attention.")
+        "Hugging Face causal LM, as .safetensors for tools/attention/import_attention.")
     parser.add_argument("--model", required=True,
                         help="a local model directory (save_pretrained)")
     prompt = parser.add_mutually_exclusive_group(required=True)

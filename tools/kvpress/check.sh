@@ -1,7 +1,7 @@
 #!/bin/bash
 # Runs NVIDIA kvpress 0.5.5's own presses on every vector that uses a kvpress
 # preset and checks the disagreements against tools/kvpress/disagreements.txt
-# (tools/kvpress_check.py --check), after the tool's self-test; then the
+# (tools/kvpress/vectors_check.py --check), after the tool's self-test; then the
 # presses inside a model's forward pass, eager and sdpa, against kvspec fed
 # the same model's attention (tools/kvpress/model_check.py --check, after its
 # self-test; disagreements in tools/kvpress/model_disagreements.txt). Prints
@@ -9,9 +9,9 @@
 # "kvpress-model-selftest: ..." and "kvpress-model: ..." for
 # tools/test_summary.py; exits non-zero on any failure.
 #
-#   tools/kvpress_check.sh [--check|--write|--table]   (default --check)
+#   tools/kvpress/check.sh [--check|--write|--table]   (default --check)
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 python=tools/.venv-torch/bin/python
 if [[ ! -x "$python" ]]; then
   echo "kvpress_check: no tools/.venv-torch: run tools/setup.sh (it installs tools/requirements-torch.txt)" >&2
@@ -28,9 +28,9 @@ fi
 status=0
 mode="${1:---check}"
 if [[ "$mode" == --check ]]; then
-  "$python" tools/kvpress_check.py --selftest || status=1
+  "$python" tools/kvpress/vectors_check.py --selftest || status=1
 fi
-"$python" tools/kvpress_check.py "$mode" || status=1
+"$python" tools/kvpress/vectors_check.py "$mode" || status=1
 if [[ "$mode" == --check ]]; then
   "$python" tools/kvpress/model_check.py --selftest || status=1
 fi

@@ -1,4 +1,4 @@
-#include "tools/sample_scenario.h"
+#include "tools/simulate/sample_scenario.h"
 
 namespace kvspec {
 namespace {

@@ -11,7 +11,7 @@
 // second pass copies the carried weights straight from the mapping into the
 // scenario's rows. Floats are decoded from their four little-endian bytes,
 // so every bit pattern travels unchanged whatever the host.
-#include "tools/import_attention_lib.h"
+#include "tools/attention/import_attention_lib.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
