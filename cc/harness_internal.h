@@ -1,0 +1,57 @@
+// What the harness's files share and nothing else calls: the scenario checks
+// (cc/scenario_checks.cc), the kept-set runs (cc/kept_sets.cc) and the
+// ranking view both runs report (cc/harness.cc). The public interface is
+// cc/harness.h.
+#ifndef KVSPEC_CC_HARNESS_INTERNAL_H_
+#define KVSPEC_CC_HARNESS_INTERNAL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "cc/harness.h"
+#include "cc/heads.h"
+
+namespace kvspec {
+namespace internal {
+
+// The scenario's head counts: one query head and one KV head by default.
+HeadCounts HeadsOf(const Scenario& scenario);
+
+// The row of query head `head` at a step that has attention.
+const std::vector<float>& RowOf(const ScenarioStep& step, uint32_t head);
+
+// spec/harness.md#refusals, the checks of one step in the order the spec
+// lists them; with several heads, spec/heads.md#rows-per-head.
+absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
+                               uint64_t next_position, uint32_t query_heads);
+
+// spec/harness.md#refusals, check 2, and spec/heads.md#head-counts: steps
+// and a trace are not both given, and the head counts are valid.
+absl::Status CheckScenarioShape(const Scenario& scenario);
+
+// RunOptions::on_ranking's view of one set's own ranking.
+RankingObservation ObservationOf(const EvictionDetail& detail, size_t set);
+
+// A generated trace through kept sets (spec/trace.md#several-heads); the
+// scenario's shape has been checked.
+RunResult RunTraceSetsScenario(absl::Span<Policy* const> sets,
+                               const std::vector<std::vector<uint32_t>>& covers,
+                               const SharedBudget& shared,
+                               const Scenario& scenario,
+                               const RunOptions& options);
+
+// Runs explicit steps through kept sets: `sets[s]` is a policy built for the
+// query heads `covers[s]` (spec/heads.md#kept-sets). The scenario's shape
+// has been checked.
+RunResult RunSets(absl::Span<Policy* const> sets,
+                  const std::vector<std::vector<uint32_t>>& covers,
+                  const SharedBudget& shared, const Scenario& scenario,
+                  const RunOptions& options);
+
+}  // namespace internal
+}  // namespace kvspec
+
+#endif  // KVSPEC_CC_HARNESS_INTERNAL_H_
