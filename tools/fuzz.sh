@@ -5,7 +5,8 @@
 #   frame_fuzzer          conformance/frame.cc: the conformance frames
 #   decode_fuzzer         conformance/decode.cc: runner --decode dumps
 #   vector_loader_fuzzer  tools/vectors/load.cc: vector files, MANIFEST.json
-#   import_fuzzer         tools/attention/import_attention_lib.cc: .safetensors, .npy
+#   import_fuzzer         the attention importer (tools/attention/import_attention_lib.h,
+#                         its files in $importer below): .safetensors, .npy
 #   scenario_fuzzer       tools/simulate/scenario_file.cc: scenario files (simulate
 #                         --scenario), then the harness on small ones
 # Prints how many inputs each ran and what it found, then one line that
@@ -51,8 +52,14 @@ libs=($(pkg-config --libs absl_statusor absl_str_format absl_strings absl_int128
 
 # Every source once, one compiler per core; then each target is linked.
 reference=($(ls cc/*.cc cc/policies/*.cc | grep -v '_test\.cc$'))
+# The attention importer, //tools/attention:import_attention_lib's srcs.
+importer=(tools/attention/import_attention_lib.cc tools/attention/import_internal.cc
+          tools/attention/import_json.cc tools/attention/import_npy.cc
+          tools/attention/import_plan.cc tools/attention/import_safetensors.cc
+          tools/attention/import_sizes.cc tools/attention/import_tensors.cc
+          tools/attention/import_weights.cc tools/attention/import_write.cc)
 sources=(conformance/frame.cc conformance/decode.cc tools/vectors/load.cc
-         tools/attention/import_attention_lib.cc tools/simulate/scenario_file.cc tools/files/files.cc
+         "${importer[@]}" tools/simulate/scenario_file.cc tools/files/files.cc
          "$work/spec/kvspec.pb.cc" "$work/spec/conformance.pb.cc"
          conformance/fuzz/*.cc tools/fuzz/*.cc "${reference[@]}")
 mkdir -p "$work/obj"
@@ -80,7 +87,7 @@ link vector_loader_fuzzer conformance/fuzz/vector_loader_fuzzer.cc \
   tools/vectors/load.cc tools/files/files.cc cc/sha256.cc "$work/spec/kvspec.pb.cc"
 link decode_fuzzer conformance/fuzz/decode_fuzzer.cc conformance/decode.cc \
   conformance/frame.cc "$work/spec/kvspec.pb.cc" "$work/spec/conformance.pb.cc"
-link import_fuzzer tools/fuzz/import_fuzzer.cc tools/attention/import_attention_lib.cc \
+link import_fuzzer tools/fuzz/import_fuzzer.cc "${importer[@]}" \
   tools/files/files.cc "$work/spec/kvspec.pb.cc" "${reference[@]}"
 link scenario_fuzzer tools/fuzz/scenario_fuzzer.cc tools/simulate/scenario_file.cc \
   "$work/spec/kvspec.pb.cc" "${reference[@]}"
