@@ -11,6 +11,7 @@
 #include "cc/heads.h"
 #include "cc/registry.h"
 #include "cc/trace.h"
+#include "tools/bench/timing.h"
 
 namespace kvspec {
 namespace bench {
@@ -140,16 +141,6 @@ absl::Status RecordRun(const HeadsConfig& c, Layer& layer,
   }
   run.mean = total / static_cast<double>(c.query_heads);
   return absl::OkStatus();
-}
-
-double Seconds(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-      .count();
-}
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "cc/presets.h"
 #include "cc/registry.h"
 #include "cc/trace.h"
+#include "tools/bench/timing.h"
 
 namespace kvspec {
 namespace bench {
@@ -123,16 +124,6 @@ absl::StatusOr<Layer> BuildLayer(const PolicyConfig& config,
     layer.sets.push_back(*std::move(policy));
   }
   return layer;
-}
-
-double Seconds(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-      .count();
-}
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
 }
 
 }  // namespace
