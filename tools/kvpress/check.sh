@@ -14,7 +14,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 python=tools/.venv-torch/bin/python
 if [[ ! -x "$python" ]]; then
-  echo "kvpress_check: no tools/.venv-torch: run tools/setup.sh (it installs tools/requirements-torch.txt)" >&2
+  echo "tools/kvpress/check.sh: no tools/.venv-torch: run tools/setup.sh (it installs tools/requirements-torch.txt)" >&2
   if [[ "${1:---check}" == --check ]]; then
     echo "kvpress-selftest: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh)"
   fi

@@ -148,7 +148,7 @@ def load_proto_modules():
     from spec import kvspec_pb2  # noqa: E402
     if "queries" in kvspec_pb2.Step.DESCRIPTOR.fields_by_name:
         return kvspec_pb2
-    out = tempfile.mkdtemp(prefix="kvpress_check_gen_")
+    out = tempfile.mkdtemp(prefix="kvpress_vectors_check_gen_")
     script = os.path.join(REPO, "conformance", "ports", "python", "generate_protos.sh")
     subprocess.run(["sh", script, out], check=True)
     sys.path.remove(GEN_DIR)
