@@ -210,7 +210,8 @@ std::vector<Position> Policy::EvictSlots(absl::Span<const size_t> slots) {
 absl::StatusOr<std::vector<Position>> Policy::Step(const StepInput& input,
                                                    EvictionDetail* detail) {
   KVSPEC_RETURN_IF_ERROR(Validate(input));
-  // spec/harness.md#the-decode-step: 1. record, 2. admit, 3. evict; with
+  // spec/harness.md#the-decode-step: 1. record, 2. admit, 3. evict (if the
+  // step fires, spec/triggers.md#firing); with
   // `evict_at` 1 or 2 (spec/spans.md#when-room-is-made) the eviction comes
   // between 1 and 2.
   if (input.attention.has_value()) Record(*input.attention);
@@ -224,7 +225,11 @@ absl::StatusOr<std::vector<Position>> Policy::Step(const StepInput& input,
   }
   AdmitPositions(input, kept_after);
   if (span_rule_.log) RecordSpans(input);
-  const std::vector<size_t> slots = ChooseVictims();
+  // spec/triggers.md#firing: a step that does not fire evicts nothing.
+  const std::vector<size_t> slots =
+      trigger_.Fires(prefill_step_, input.count, kept_.size())
+          ? ChooseVictims()
+          : std::vector<size_t>{};
   if (detail != nullptr) {
     detail->ranked.clear();
     detail->victims = slots.size();

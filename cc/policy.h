@@ -39,6 +39,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "cc/spans.h"
+#include "cc/trigger.h"
 
 namespace kvspec {
 
@@ -191,6 +192,10 @@ class Policy {
     span_rule_ = rule;
     span_sinks_ = sinks;
   }
+  // spec/triggers.md: called by the factories of the policies that take
+  // `slack` and `interval`, before the first step. Without it every step
+  // fires.
+  void SetTrigger(const Trigger& trigger) { trigger_ = trigger; }
 
  protected:
   // `heads`: query heads the policy's one kept set covers, at least 1.
@@ -252,6 +257,7 @@ class Policy {
 
   SpanRule span_rule_;
   size_t span_sinks_ = 0;
+  Trigger trigger_;
   // Positions admitted so far (for the sinks), and the highest sink.
   uint64_t admitted_count_ = 0;
   std::optional<Position> last_sink_;

@@ -91,6 +91,13 @@ int64_t ParameterValues::Get(absl::string_view name) const {
   std::abort();
 }
 
+bool ParameterValues::Takes(absl::string_view name) const {
+  for (const ParameterInfo& parameter : info_->parameters) {
+    if (parameter.name == name) return true;
+  }
+  return false;
+}
+
 }  // namespace policies
 
 const std::vector<PolicyInfo>& RegisteredPolicies() {

@@ -25,6 +25,8 @@ class ParameterValues {
       : info_(info), values_(std::move(values)) {}
   // The value of `name`. Requires: `name` is one of the policy's parameters.
   int64_t Get(absl::string_view name) const;
+  // Whether `name` is one of the policy's parameters.
+  bool Takes(absl::string_view name) const;
 
  private:
   const PolicyInfo* info_;

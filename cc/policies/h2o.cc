@@ -14,6 +14,7 @@
 #include "cc/policies/limits.h"
 #include "cc/policies/prefill.h"
 #include "cc/policies/ranking.h"
+#include "cc/policies/triggers.h"
 
 namespace kvspec {
 namespace policies {
@@ -154,10 +155,13 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeH2o(const ParameterValues& values,
   const int64_t recent_window = values.Get("recent_window");
   KVSPEC_RETURN_IF_ERROR(CheckRecentWindow("h2o", budget, recent_window));
   KVSPEC_RETURN_IF_ERROR(CheckPrefillRules("h2o", values, true, false));
-  return std::unique_ptr<Policy>(new H2oPolicy(
+  KVSPEC_RETURN_IF_ERROR(CheckTriggerRules("h2o", values));
+  std::unique_ptr<Policy> policy(new H2oPolicy(
       StepBudgetRule::Of(values), static_cast<size_t>(recent_window),
       static_cast<Aggregation>(values.Get("aggregation")),
       values.Get("normalize") == 1, heads));
+  policy->SetTrigger(TriggerOf(values));
+  return policy;
 }
 
 }  // namespace
@@ -168,12 +172,12 @@ const PolicyEntry& H2oEntry() {
        "evicts the lowest cumulative attention since admission outside the "
        "recent window",
        "spec/policies/h2o.md",
-       {BudgetParameter(), RecentWindowParameter(), GranularityParameter(),
+       WithTriggerParameters({BudgetParameter(), RecentWindowParameter(), GranularityParameter(),
         AggregationParameter(), AdaptiveParameter(), SafeguardParameter(),
         PrefillOnlyParameter(), RatioParameter(),
         {"normalize", 0, 0, 1,
          "at a prefill step: 0 raw sum of the query rows, 1 divided by the "
-         "number of rows that see the key"}}},
+         "number of rows that see the key"}})},
       &MakeH2o};
   return *entry;
 }

@@ -12,6 +12,7 @@
 #include "cc/policies/entries.h"
 #include "cc/policies/limits.h"
 #include "cc/policies/ranking.h"
+#include "cc/policies/triggers.h"
 
 namespace kvspec {
 namespace policies {
@@ -62,9 +63,12 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeRandom(
   const int64_t budget = values.Get("budget");
   const int64_t recent_window = values.Get("recent_window");
   KVSPEC_RETURN_IF_ERROR(CheckRecentWindow("random", budget, recent_window));
-  return std::unique_ptr<Policy>(new RandomPolicy(
+  KVSPEC_RETURN_IF_ERROR(CheckTriggerRules("random", values));
+  std::unique_ptr<Policy> policy(new RandomPolicy(
       static_cast<size_t>(budget), static_cast<size_t>(recent_window), rng,
       heads));
+  policy->SetTrigger(TriggerOf(values));
+  return policy;
 }
 
 }  // namespace
@@ -75,7 +79,7 @@ const PolicyEntry& RandomEntry() {
        "evicts uniformly random positions outside the recent window, drawn "
        "from the seeded Rng",
        "spec/policies/random.md",
-       {BudgetParameter(), RecentWindowParameter()}},
+       WithTriggerParameters({BudgetParameter(), RecentWindowParameter()})},
       &MakeRandom};
   return *entry;
 }

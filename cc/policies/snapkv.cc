@@ -18,6 +18,7 @@
 #include "cc/policies/limits.h"
 #include "cc/policies/prefill.h"
 #include "cc/policies/ranking.h"
+#include "cc/policies/triggers.h"
 
 namespace kvspec {
 namespace policies {
@@ -263,7 +264,10 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeSnapKv(
   options.window_mean = values.Get("window_reduce") == 1;
   options.avg_pooling = values.Get("pooling") == 1;
   options.window_outside = values.Get("window_budget") == 1;
-  return std::unique_ptr<Policy>(new SnapKvPolicy(options, heads));
+  KVSPEC_RETURN_IF_ERROR(CheckTriggerRules("snapkv", values));
+  std::unique_ptr<Policy> policy(new SnapKvPolicy(options, heads));
+  policy->SetTrigger(TriggerOf(values));
+  return policy;
 }
 
 }  // namespace
@@ -274,7 +278,7 @@ const PolicyEntry& SnapKvEntry() {
        "evicts the lowest max-pooled sum of the last obs_window weights "
        "outside the recent window",
        "spec/policies/snapkv.md",
-       {BudgetParameter(),
+       WithTriggerParameters({BudgetParameter(),
         RecentWindowParameter(),
         {"obs_window", 16, 1, 65536,
          "recorded steps each slot's ring remembers"},
@@ -293,7 +297,7 @@ const PolicyEntry& SnapKvEntry() {
          "0 max, 1 avg (zero padding, divided by pool_kernel)"},
         {"window_budget", 0, 0, 1,
          "at a prefill step: 0 inside (the window ranks above all and "
-         "counts), 1 outside (kept besides budget others)"}}},
+         "counts), 1 outside (kept besides budget others)"}})},
       &MakeSnapKv};
   return *entry;
 }

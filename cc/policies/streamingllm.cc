@@ -22,6 +22,7 @@
 #include "cc/policies/limits.h"
 #include "cc/policies/prefill.h"
 #include "cc/policies/ranking.h"
+#include "cc/policies/triggers.h"
 #include "cc/spans.h"
 
 namespace kvspec {
@@ -149,11 +150,13 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeStreamingLlm(
       "streamingllm", values.Get("context_shift"), values.Get("discard"),
       values.Get("evict_at"), values.Get("prefill_only"),
       values.Get("ratio_ppm"), budget, sinks));
+  KVSPEC_RETURN_IF_ERROR(CheckTriggerRules("streamingllm", values));
   auto policy = std::make_unique<StreamingLlmPolicy>(
       StepBudgetRule::Of(values), static_cast<size_t>(budget),
       static_cast<size_t>(sinks), values.Get("evict_at"),
       values.Get("context_shift") == 1, values.Get("discard"), heads);
   policy->SetSpanRule(SpanRuleOf(values), static_cast<size_t>(sinks));
+  policy->SetTrigger(TriggerOf(values));
   return std::unique_ptr<Policy>(std::move(policy));
 }
 
@@ -173,7 +176,8 @@ const PolicyEntry& StreamingLlmEntry() {
              PrefillOnlyParameter(), RatioParameter()};
          // spans.md#parameters, after the card's own.
          for (ParameterInfo& p : SpanParameters(true)) parameters.push_back(p);
-         return parameters;
+         // triggers.md#parameters, last.
+         return WithTriggerParameters(parameters);
        }()},
       &MakeStreamingLlm};
   return *entry;

@@ -15,6 +15,7 @@
 #include "cc/policies/limits.h"
 #include "cc/policies/prefill.h"
 #include "cc/policies/ranking.h"
+#include "cc/policies/triggers.h"
 
 namespace kvspec {
 namespace policies {
@@ -133,10 +134,13 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeTova(const ParameterValues& values,
   const int64_t recent_window = values.Get("recent_window");
   KVSPEC_RETURN_IF_ERROR(CheckRecentWindow("tova", budget, recent_window));
   KVSPEC_RETURN_IF_ERROR(CheckPrefillRules("tova", values, true, false));
-  return std::unique_ptr<Policy>(new TovaPolicy(
+  KVSPEC_RETURN_IF_ERROR(CheckTriggerRules("tova", values));
+  std::unique_ptr<Policy> policy(new TovaPolicy(
       StepBudgetRule::Of(values), static_cast<size_t>(recent_window),
       static_cast<Aggregation>(values.Get("aggregation")),
       values.Get("protect_newest") == 1, heads));
+  policy->SetTrigger(TriggerOf(values));
+  return policy;
 }
 
 }  // namespace
@@ -146,11 +150,11 @@ const PolicyEntry& TovaEntry() {
       {"tova",
        "evicts the lowest latest attention weight outside the recent window",
        "spec/policies/tova.md",
-       {BudgetParameter(), RecentWindowParameter(), GranularityParameter(),
+       WithTriggerParameters({BudgetParameter(), RecentWindowParameter(), GranularityParameter(),
         AggregationParameter(), AdaptiveParameter(), SafeguardParameter(),
         PrefillOnlyParameter(), RatioParameter(),
         {"protect_newest", 0, 0, 1,
-         "1: at a prefill step the newest position is never a candidate"}}},
+         "1: at a prefill step the newest position is never a candidate"}})},
       &MakeTova};
   return *entry;
 }

@@ -8,6 +8,7 @@
 #include "cc/errors.h"
 #include "cc/policies/entries.h"
 #include "cc/policies/limits.h"
+#include "cc/policies/triggers.h"
 #include "cc/spans.h"
 
 namespace kvspec {
@@ -82,10 +83,12 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeWindow(
   KVSPEC_RETURN_IF_ERROR(CheckContextShiftRules(
       "window", values.Get("context_shift"), values.Get("discard"),
       values.Get("evict_at"), 0, 0, values.Get("budget"), std::nullopt));
+  KVSPEC_RETURN_IF_ERROR(CheckTriggerRules("window", values));
   auto policy = std::make_unique<WindowPolicy>(
       static_cast<size_t>(values.Get("budget")), values.Get("evict_at"),
       values.Get("context_shift") == 1, values.Get("discard"), heads);
   policy->SetSpanRule(SpanRuleOf(values));
+  policy->SetTrigger(TriggerOf(values));
   return std::unique_ptr<Policy>(std::move(policy));
 }
 
@@ -99,7 +102,8 @@ const PolicyEntry& WindowEntry() {
        [] {
          std::vector<ParameterInfo> parameters = {BudgetParameter()};
          for (ParameterInfo& p : SpanParameters(true)) parameters.push_back(p);
-         return parameters;
+         // triggers.md#parameters, last.
+         return WithTriggerParameters(parameters);
        }()},
       &MakeWindow};
   return *entry;
