@@ -1,4 +1,4 @@
-//! kvspec-port: a Rust port of kvspec (spec version 0.11.0), written from the
+//! kvspec-port: a Rust port of kvspec (spec version 0.12.0), written from the
 //! documents in `spec/` alone.
 //!
 //! - [`rng`]: xoshiro256** seeded by SplitMix64 (spec/rng.md)
@@ -9,6 +9,8 @@
 //!   (spec/prefill.md)
 //! - [`spans`]: spans, position ids, eviction before admission and the
 //!   context shift (spec/spans.md)
+//! - [`triggers`]: when a decode step evicts, `slack` and `interval`
+//!   (spec/triggers.md)
 //! - [`policies`]: one module per policy card (spec/policies/*.md)
 //! - [`protocol`]: the conformance protocol (spec/protocol.md)
 
@@ -23,6 +25,7 @@ pub mod registry;
 pub mod rng;
 pub mod spans;
 pub mod trace;
+pub mod triggers;
 
 /// Generated from spec/kvspec.proto and spec/conformance.proto.
 pub mod pb {
@@ -39,8 +42,8 @@ pub mod pb {
 }
 
 /// The spec version this port implements (spec/README.md).
-pub const SPEC_VERSION: &str = "0.11.0";
+pub const SPEC_VERSION: &str = "0.12.0";
 /// The features this port implements: all of spec/features.md#the-list.
-pub const FEATURES: &[&str] = &["decode", "trace", "heads", "trace-heads", "adaptive", "prefill", "spans", "contextshift", "totals"];
+pub const FEATURES: &[&str] = &["decode", "trace", "heads", "trace-heads", "adaptive", "prefill", "spans", "contextshift", "totals", "triggers"];
 /// The conformance protocol version (spec/protocol.md#versions).
 pub const PROTOCOL_VERSION: u32 = 1;

@@ -7,7 +7,8 @@
 //! spec/spans.md#context-shift); admit (spec/harness.md#chunked-admission) and
 //! log the spans (spec/spans.md#the-log); evict down to the step budget
 //! (spec/harness.md#budget, spec/harness.md#protected-positions,
-//! spec/harness.md#victims, spec/prefill.md#when-a-policy-evicts), ranking
+//! spec/harness.md#victims, spec/prefill.md#when-a-policy-evicts), at a
+//! decode step only when its trigger fires (spec/triggers.md#firing), ranking
 //! the heads' combined scores (spec/heads.md#combining-heads-at-ranking-time).
 //! `Engine`: one set stepped directly (`Policy::Step`), with the checks of a
 //! direct call (spec/harness.md#refusals); the single-head trace runs through
@@ -20,6 +21,7 @@ use crate::heads::{combine, Aggregation};
 use crate::policies::{rank, Policy, QueryRows, Selection};
 use crate::prefill::Totals;
 use crate::spans::{held_runs, query_spans};
+use crate::triggers::Trigger;
 
 /// A kept set (spec/heads.md#kept-sets): kept positions with their own
 /// budget, protected positions and victims, and one policy state per query
@@ -35,13 +37,17 @@ pub struct KeptSet {
     /// How the heads' scores combine (default `mean` for the policies that
     /// do not read attention, where there is nothing to combine).
     aggregation: Aggregation,
+    /// When a decode step evicts (spec/triggers.md): the set's own
+    /// interval count.
+    trigger: Trigger,
 }
 
 impl KeptSet {
     /// A set covering `heads`, with `states` as above.
     pub(super) fn new(heads: Vec<usize>, states: Vec<Box<dyn Policy>>, aggregation: Aggregation) -> Self {
         assert!(!states.is_empty());
-        KeptSet { kept: Vec::new(), heads, states, aggregation }
+        let trigger = Trigger::new(states[0].trigger_options(), states[0].budget());
+        KeptSet { kept: Vec::new(), heads, states, aggregation, trigger }
     }
 
     /// The one-head set of a single-head policy.
@@ -148,11 +154,17 @@ impl KeptSet {
     /// `counted - B`. Score-based policies rank the heads' combined scores
     /// (spec/heads.md#combining-heads-at-ranking-time), at a prefill step
     /// those of the policy's prefill rule. With `evict_at` above 0 nothing
-    /// goes after admission (spec/spans.md#when-room-is-made). `record` is
-    /// the step's so far ([`KeptSet::begin_step`]).
-    pub(super) fn evict(&mut self, mut record: StepRecord, prefill: bool) -> StepRecord {
+    /// goes after admission (spec/spans.md#when-room-is-made). With `slack`
+    /// or `interval` a decode step that does not fire evicts nothing
+    /// (spec/triggers.md#firing; the rules keep `prefill_only`, `evict_at`
+    /// and `context_shift` 0 there, so its step budget is `budget`).
+    /// `record` is the step's so far ([`KeptSet::begin_step`]); the step
+    /// admitted `admitted` positions.
+    pub(super) fn evict(&mut self, mut record: StepRecord, admitted: u64, prefill: bool) -> StepRecord {
         let n = self.kept.len();
-        let budget = self.states[0].step_budget(n, prefill).filter(|_| self.states[0].span_options().evicts_after());
+        let fires = self.trigger.may_evict(prefill, n as u64, admitted);
+        let evicts = fires && self.states[0].span_options().evicts_after();
+        let budget = self.states[0].step_budget(n, prefill).filter(|_| evicts);
         if let Some(budget) = budget {
             let counted = self.states[0].counted(n, prefill) as u64;
             if counted > budget {
@@ -270,6 +282,6 @@ impl Engine {
         self.set.admit_step(first, count, &mut record);
         self.next = first + count;
         // 3. Evict.
-        Ok(self.set.evict(record, false))
+        Ok(self.set.evict(record, count, false))
     }
 }

@@ -103,7 +103,7 @@ impl Layer {
             set.admit_step(first, count, &mut record);
             set.record_queries(queries, m, last, totals);
             if self.shared.is_none() {
-                records.push(set.evict(record, true));
+                records.push(set.evict(record, count, true));
             } else {
                 records.push(record);
             }
@@ -125,7 +125,7 @@ impl Layer {
             let mut record = set.begin_step(count);
             set.admit_step(first, count, &mut record);
             if self.shared.is_none() {
-                records.push(set.evict(record, false));
+                records.push(set.evict(record, count, false));
             } else {
                 records.push(record);
             }

@@ -9,6 +9,7 @@ use super::{
 use crate::error::Result;
 use crate::heads::HeadOptions;
 use crate::prefill::{check_prefill_rules, PrefillOptions};
+use crate::triggers::TriggerOptions;
 
 const NORMALIZE: ParamSpec = ParamSpec { name: "normalize", default: 0, min: 0, max: 1 };
 
@@ -21,6 +22,7 @@ pub struct H2o {
     /// `normalize` 1: a prefill contribution is divided by the number of
     /// query rows that see the key (spec/policies/h2o.md#at-prefill).
     normalize: bool,
+    triggers: TriggerOptions,
     /// Per kept slot: the binary64 sum of its recorded weights.
     cumulative: Vec<f64>,
 }
@@ -32,12 +34,15 @@ impl H2o {
         let heads = head_options(&v[2..6]);
         let prefill = prefill_options(&v[6..8]);
         check_prefill_rules("h2o", Some(v[1]), heads.adaptive, prefill, None)?;
+        let triggers = TriggerOptions::from_params(&v[9..11]);
+        triggers.check("h2o", Some(prefill), Some(heads.adaptive), None)?;
         Ok(H2o {
             budget: v[0] as u64,
             recent_window: v[1] as u64,
             heads,
             prefill,
             normalize: v[8] == 1,
+            triggers,
             cumulative: Vec::new(),
         })
     }
@@ -109,5 +114,8 @@ impl Policy for H2o {
     }
     fn remove(&mut self, evicted: &[bool]) {
         retain_slots(&mut self.cumulative, 1, evicted);
+    }
+    fn trigger_options(&self) -> TriggerOptions {
+        self.triggers
     }
 }

@@ -9,6 +9,7 @@ use crate::prefill::{PrefillOptions, PREFILL_ONLY, RATIO_PPM};
 pub use crate::params::{resolve_params, ParamSpec};
 pub use crate::prefill::QueryRows;
 use crate::spans::SpanOptions;
+use crate::triggers::{TriggerOptions, TRIGGER_PARAMS};
 
 pub mod full;
 pub mod h2o;
@@ -106,6 +107,11 @@ pub trait Policy {
     fn sinks_kept(&self) -> usize {
         0
     }
+    /// `slack` and `interval` (spec/triggers.md#parameters): when a decode
+    /// step evicts. All 0 for `full`, which does not take them.
+    fn trigger_options(&self) -> TriggerOptions {
+        TriggerOptions::default()
+    }
 }
 
 /// Keep only the elements of a per-slot vector (with `stride` entries per
@@ -172,11 +178,17 @@ pub(crate) const HEAD_PARAMS: [ParamSpec; 4] = [GRANULARITY, AGGREGATION, ADAPTI
 pub(crate) const PREFILL_PARAMS: [ParamSpec; 2] = [PREFILL_ONLY, RATIO_PPM];
 
 /// The table of a policy that reads attention: its own parameters, the
-/// head parameters, the prefill parameters, then its own prefill
-/// parameters (`normalize`, `protect_newest`, `window_reduce`, ...), in
-/// card order.
+/// head parameters, the prefill parameters, its own prefill parameters
+/// (`normalize`, `protect_newest`, `window_reduce`, ...), then the
+/// trigger parameters (spec/triggers.md#parameters), in card order.
 pub(crate) fn with_shared_params(own: &[ParamSpec], own_prefill: &[ParamSpec]) -> Vec<ParamSpec> {
-    own.iter().chain(HEAD_PARAMS.iter()).chain(PREFILL_PARAMS.iter()).chain(own_prefill).copied().collect()
+    own.iter()
+        .chain(HEAD_PARAMS.iter())
+        .chain(PREFILL_PARAMS.iter())
+        .chain(own_prefill)
+        .chain(TRIGGER_PARAMS.iter())
+        .copied()
+        .collect()
 }
 
 /// `granularity`, `aggregation`, `adaptive` and `safeguard_permille` from

@@ -1,21 +1,27 @@
 //! `random`: evicts uniformly at random outside the recent window, drawing
-//! from the seeded Rng in the card's order. Card: spec/policies/random.md.
+//! from the seeded Rng in the card's order, and only at a step that
+//! evicts. Card: spec/policies/random.md; `slack` and `interval` after
+//! `recent_window` (spec/triggers.md#parameters).
 use super::{check_recent_below_budget, resolve_params, Policy, Selection, BUDGET, RECENT_WINDOW};
 use crate::error::Result;
 use crate::rng::Rng;
+use crate::triggers::{TriggerOptions, INTERVAL, SLACK};
 
 #[derive(Debug)]
 pub struct Random {
     budget: u64,
     recent_window: u64,
+    triggers: TriggerOptions,
     rng: Rng,
 }
 
 impl Random {
     pub fn configure(params: &[(String, i64)], seed: u64) -> Result<Self> {
-        let v = resolve_params("random", &[BUDGET, RECENT_WINDOW], params)?;
+        let v = resolve_params("random", &[BUDGET, RECENT_WINDOW, SLACK, INTERVAL], params)?;
         check_recent_below_budget("random", v[0], v[1])?;
-        Ok(Random { budget: v[0] as u64, recent_window: v[1] as u64, rng: Rng::new(seed) })
+        let triggers = TriggerOptions::from_params(&v[2..4]);
+        triggers.check("random", None, None, None)?;
+        Ok(Random { budget: v[0] as u64, recent_window: v[1] as u64, triggers, rng: Rng::new(seed) })
     }
 }
 
@@ -41,4 +47,7 @@ impl Policy for Random {
         Selection { victims, cut: Vec::new() }
     }
     fn remove(&mut self, _evicted: &[bool]) {}
+    fn trigger_options(&self) -> TriggerOptions {
+        self.triggers
+    }
 }

@@ -9,6 +9,7 @@ use super::{
 use crate::error::{Category, Check, Refusal, Result, Subject};
 use crate::heads::HeadOptions;
 use crate::prefill::{check_prefill_rules, PrefillOptions};
+use crate::triggers::TriggerOptions;
 
 const OBS_WINDOW: ParamSpec = ParamSpec { name: "obs_window", default: 16, min: 1, max: 65536 };
 const POOL_KERNEL: ParamSpec = ParamSpec { name: "pool_kernel", default: 5, min: 1, max: 65535 };
@@ -40,6 +41,7 @@ pub struct SnapKv {
     /// `window_budget` 1 (`outside`): at a prefill step the window's slots
     /// are neither candidates nor counted against the step budget.
     window_outside: bool,
+    triggers: TriggerOptions,
     /// `obs_window` binary32 weights per kept slot (spec/policies/snapkv.md#the-ring).
     ring: Vec<f32>,
     /// The index the next recorded step writes, shared by all slots.
@@ -69,6 +71,8 @@ impl SnapKv {
         let heads = head_options(&v[4..8]);
         let prefill = prefill_options(&v[8..10]);
         check_prefill_rules("snapkv", Some(v[1]), heads.adaptive, prefill, Some(v[12]))?;
+        let triggers = TriggerOptions::from_params(&v[13..15]);
+        triggers.check("snapkv", Some(prefill), Some(heads.adaptive), None)?;
         Ok(SnapKv {
             budget: v[0] as u64,
             recent_window: v[1] as u64,
@@ -79,6 +83,7 @@ impl SnapKv {
             window_mean: v[10] == 1,
             pooling: if v[11] == 1 { Pooling::Avg } else { Pooling::Max },
             window_outside: v[12] == 1,
+            triggers,
             ring: Vec::new(),
             cursor: 0,
             prefill_scores: Vec::new(),
@@ -234,6 +239,9 @@ impl Policy for SnapKv {
     }
     fn remove(&mut self, evicted: &[bool]) {
         retain_slots(&mut self.ring, self.obs_window, evicted);
+    }
+    fn trigger_options(&self) -> TriggerOptions {
+        self.triggers
     }
 }
 

@@ -2,11 +2,13 @@
 //! `budget - sinks`; at every step the victims are the non-sinks by
 //! ascending position, then the sinks, which only a ratio budget below the
 //! sinks reaches. Card: spec/policies/streamingllm.md; the span
-//! parameters after the prefill parameters (spec/spans.md#parameters).
+//! parameters after the prefill parameters (spec/spans.md#parameters),
+//! then `slack` and `interval` (spec/triggers.md#parameters).
 use super::{prefill_options, resolve_params, retain_slots, ParamSpec, Policy, Selection, BUDGET, PREFILL_PARAMS};
 use crate::error::{Category, Check, Refusal, Result, Subject};
 use crate::prefill::{check_prefill_rules, PrefillOptions};
 use crate::spans::{SpanOptions, SPAN_PARAMS};
+use crate::triggers::{TriggerOptions, TRIGGER_PARAMS};
 
 const SINKS: ParamSpec = ParamSpec { name: "sinks", default: 4, min: 0, max: 4294967294 };
 
@@ -16,6 +18,7 @@ pub struct StreamingLlm {
     sinks: u64,
     prefill: PrefillOptions,
     spans: SpanOptions,
+    triggers: TriggerOptions,
     /// How many positions were ever admitted.
     admitted: u64,
     /// Per kept slot: is it a sink, one of the first `sinks` positions
@@ -25,8 +28,13 @@ pub struct StreamingLlm {
 
 impl StreamingLlm {
     pub fn configure(params: &[(String, i64)]) -> Result<Self> {
-        let specs: Vec<ParamSpec> =
-            [BUDGET, SINKS].iter().chain(PREFILL_PARAMS.iter()).chain(SPAN_PARAMS.iter()).copied().collect();
+        let specs: Vec<ParamSpec> = [BUDGET, SINKS]
+            .iter()
+            .chain(PREFILL_PARAMS.iter())
+            .chain(SPAN_PARAMS.iter())
+            .chain(TRIGGER_PARAMS.iter())
+            .copied()
+            .collect();
         let v = resolve_params("streamingllm", &specs, params)?;
         let (budget, sinks) = (v[0], v[1]);
         if sinks >= budget {
@@ -38,9 +46,19 @@ impl StreamingLlm {
         }
         let prefill = prefill_options(&v[2..4]);
         check_prefill_rules("streamingllm", None, false, prefill, None)?;
-        let spans = SpanOptions::from_params(&SPAN_PARAMS, &v[4..]);
+        let spans = SpanOptions::from_params(&SPAN_PARAMS, &v[4..11]);
         spans.check("streamingllm", Some(prefill), Some(budget as u64), Some(sinks as u64))?;
-        Ok(StreamingLlm { budget: budget as u64, sinks: sinks as u64, prefill, spans, admitted: 0, sink: Vec::new() })
+        let triggers = TriggerOptions::from_params(&v[11..13]);
+        triggers.check("streamingllm", Some(prefill), None, Some(spans))?;
+        Ok(StreamingLlm {
+            budget: budget as u64,
+            sinks: sinks as u64,
+            prefill,
+            spans,
+            triggers,
+            admitted: 0,
+            sink: Vec::new(),
+        })
     }
 }
 
@@ -88,5 +106,8 @@ impl Policy for StreamingLlm {
         let n = self.sink.iter().take_while(|&&s| s).count();
         debug_assert!(self.sink[n..].iter().all(|&s| !s));
         n
+    }
+    fn trigger_options(&self) -> TriggerOptions {
+        self.triggers
     }
 }

@@ -8,6 +8,7 @@ use super::{
 use crate::error::Result;
 use crate::heads::HeadOptions;
 use crate::prefill::{check_prefill_rules, PrefillOptions};
+use crate::triggers::TriggerOptions;
 
 const PROTECT_NEWEST: ParamSpec = ParamSpec { name: "protect_newest", default: 0, min: 0, max: 1 };
 
@@ -20,6 +21,7 @@ pub struct Tova {
     /// `protect_newest` 1: at a prefill step the newest kept position is
     /// not a candidate (spec/policies/tova.md#at-prefill).
     protect_newest: bool,
+    triggers: TriggerOptions,
     /// Per kept slot: its latest recorded weight, +0.0 if unobserved.
     latest: Vec<f32>,
 }
@@ -31,12 +33,15 @@ impl Tova {
         let heads = head_options(&v[2..6]);
         let prefill = prefill_options(&v[6..8]);
         check_prefill_rules("tova", Some(v[1]), heads.adaptive, prefill, None)?;
+        let triggers = TriggerOptions::from_params(&v[9..11]);
+        triggers.check("tova", Some(prefill), Some(heads.adaptive), None)?;
         Ok(Tova {
             budget: v[0] as u64,
             recent_window: v[1] as u64,
             heads,
             prefill,
             protect_newest: v[8] == 1,
+            triggers,
             latest: Vec::new(),
         })
     }
@@ -88,5 +93,8 @@ impl Policy for Tova {
     }
     fn remove(&mut self, evicted: &[bool]) {
         retain_slots(&mut self.latest, 1, evicted);
+    }
+    fn trigger_options(&self) -> TriggerOptions {
+        self.triggers
     }
 }

@@ -1,23 +1,29 @@
 //! `window`: keeps the latest `budget` positions, evicts the oldest.
 //! Card: spec/policies/window.md; the span parameters after `budget`
-//! (spec/spans.md#parameters).
+//! (spec/spans.md#parameters), then `slack` and `interval`
+//! (spec/triggers.md#parameters).
 use super::{resolve_params, ParamSpec, Policy, Selection, BUDGET};
 use crate::error::Result;
 use crate::spans::{SpanOptions, SPAN_PARAMS};
+use crate::triggers::{TriggerOptions, TRIGGER_PARAMS};
 
 #[derive(Debug)]
 pub struct Window {
     budget: u64,
     spans: SpanOptions,
+    triggers: TriggerOptions,
 }
 
 impl Window {
     pub fn configure(params: &[(String, i64)]) -> Result<Self> {
-        let specs: Vec<ParamSpec> = [BUDGET].iter().chain(SPAN_PARAMS.iter()).copied().collect();
+        let specs: Vec<ParamSpec> =
+            [BUDGET].iter().chain(SPAN_PARAMS.iter()).chain(TRIGGER_PARAMS.iter()).copied().collect();
         let v = resolve_params("window", &specs, params)?;
-        let spans = SpanOptions::from_params(&SPAN_PARAMS, &v[1..]);
+        let spans = SpanOptions::from_params(&SPAN_PARAMS, &v[1..8]);
         spans.check("window", None, Some(v[0] as u64), None)?;
-        Ok(Window { budget: v[0] as u64, spans })
+        let triggers = TriggerOptions::from_params(&v[8..10]);
+        triggers.check("window", None, None, Some(spans))?;
+        Ok(Window { budget: v[0] as u64, spans, triggers })
     }
 }
 
@@ -41,5 +47,8 @@ impl Policy for Window {
     fn remove(&mut self, _evicted: &[bool]) {}
     fn span_options(&self) -> SpanOptions {
         self.spans
+    }
+    fn trigger_options(&self) -> TriggerOptions {
+        self.triggers
     }
 }
