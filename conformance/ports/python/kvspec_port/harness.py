@@ -30,6 +30,7 @@ from .policies import REGISTRY
 from .policies.base import MAX_POSITION, Policy, StepOutcome
 from .rng import Rng
 from . import trace as trace_mod
+from .triggers import check_trigger_relations
 
 
 @dataclass
@@ -69,6 +70,8 @@ def configure(name: str, parameters: Sequence[Tuple[str, int]]):
             )
         values[pname] = v
     cls.check_relations(values)
+    # spec/triggers.md#combinations: after every other rule of the policy.
+    check_trigger_relations(name, values)
     return cls, values
 
 

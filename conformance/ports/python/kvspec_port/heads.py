@@ -20,6 +20,7 @@ import numpy as np
 
 from .errors import INVALID_HEADS, Refusal, Subject
 from .policies.base import StepOutcome, rank
+from .triggers import Trigger
 
 MAX_HEADS = 1024
 
@@ -151,6 +152,8 @@ class KeptSet:
         self.heads = [cls(values, None) for _ in range(first_head, end_head)]
         for head in self.heads:
             head.kept = self.kept
+        # spec/triggers.md#interval: every kept set has its own count.
+        self.trigger = Trigger(values)
 
     def step(self, first: int, count: int, rows: Optional[np.ndarray], queries=None,
              totals=None) -> StepOutcome:
@@ -187,8 +190,16 @@ class KeptSet:
                     head.record_totals(total_rows, per_head_totals[i])
                 else:
                     head.record_queries(m, head_rows)
-        victims, cut = ([], []) if self.shared else self.evict()
+        victims, cut = ([], []) if self.shared else self.evict_fired(count)
         return StepOutcome(victims, len(self.kept), query, cut)
+
+    def evict_fired(self, count: int):
+        """Evict if the step fires (spec/triggers.md#firing; `adaptive` 1,
+        a shared budget, takes no trigger). `count`: the positions the step
+        admitted."""
+        if not self.trigger.fires(len(self.kept), count, self.prefill_m is not None):
+            return [], []
+        return self.evict()
 
     def plan(self) -> Tuple[int, int]:
         """(k, c): this step evicts k positions (none if k <= 0) from the

@@ -76,15 +76,17 @@ def test_ratio_budget_scenario_keeps_one():
 def test_parameter_order():
     names = {name: [p[0] for p in configure(name, [])[0].PARAMS] for name in ("h2o", "tova", "snapkv", "streamingllm")}
     tail = ["granularity", "aggregation", "adaptive", "safeguard_permille", "prefill_only", "ratio_ppm"]
-    assert names["h2o"] == ["budget", "recent_window"] + tail + ["normalize"]
-    assert names["tova"] == ["budget", "recent_window"] + tail + ["protect_newest"]
+    # spec/triggers.md#parameters (0.12.0): `slack`, `interval` last.
+    triggers = ["slack", "interval"]
+    assert names["h2o"] == ["budget", "recent_window"] + tail + ["normalize"] + triggers
+    assert names["tova"] == ["budget", "recent_window"] + tail + ["protect_newest"] + triggers
     assert names["snapkv"] == ["budget", "recent_window", "obs_window", "pool_kernel"] + tail + [
-        "window_reduce", "pooling", "window_budget"]
+        "window_reduce", "pooling", "window_budget"] + triggers
     # spec/spans.md#parameters (0.8.0, and the context shift's of 0.9.0)
     # follow the prefill parameters.
     assert names["streamingllm"] == ["budget", "sinks", "prefill_only", "ratio_ppm", "spans",
                                      "span_window", "span_chunk", "evict_at", "position_ids",
-                                     "context_shift", "discard"]
+                                     "context_shift", "discard"] + triggers
 
 
 @pytest.mark.parametrize("name, params", [

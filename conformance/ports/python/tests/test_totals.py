@@ -68,9 +68,9 @@ DECOY = [[0.0, 0.0, 1.0]]
 # -- The version and the hello (spec/features.md#the-list) --------------------
 
 def test_version_and_feature():
-    assert SPEC_VERSION == "0.11.0"
-    assert FEATURES[-1] == "totals"
-    assert list(hello_reply().hello.features)[-2:] == ["contextshift", "totals"]
+    assert SPEC_VERSION == "0.12.0"
+    assert FEATURES[-2:] == ("totals", "triggers")  # triggers: spec 0.12.0
+    assert list(hello_reply().hello.features)[-3:] == ["contextshift", "totals", "triggers"]
 
 
 # -- h2o reads the totals instead of the rows (h2o.md#at-prefill) -------------

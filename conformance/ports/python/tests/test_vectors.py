@@ -3,7 +3,7 @@
 The conformance runner is the judge; this runs the short cases (and, with
 KVSPEC_LONG=1, the long canonical ones) so that `pytest` catches a drift early.
 A rejection is compared as the runner compares it for a port of spec 0.11.0
-(spec/protocol.md#outcomes): its category, step and subject
+or later (spec/protocol.md#outcomes): its category, step and subject
 (spec/harness.md#subjects), never its message. It is also the only test
 mutation/run.sh kills mutants with.
 """

@@ -19,6 +19,7 @@ from ..errors import ATTENTION_LENGTH, ATTENTION_VALUE, INVALID_PARAMETER, POSIT
 from ..f32 import weight_ok
 from .. import spans as spans_mod
 from ..prefill import PREFILL_ONLY, RATIO_PPM, check_prefill_relations, step_budget  # noqa: F401
+from ..triggers import Trigger
 
 import numpy as np
 
@@ -68,6 +69,8 @@ class Policy:
         self.rng = rng
         self.kept: List[int] = []
         self.next_min = 0  # every admitted position is below this
+        # spec/triggers.md#firing: whether a step evicts after admission.
+        self.trigger = Trigger(self.params)
 
     # -- configuration (spec/harness.md#configuration) ----------------------
     @classmethod
@@ -196,7 +199,7 @@ class Policy:
                 self.record_queries(m, rows)
         # spec/spans.md#the-log: `victims` holds every position evicted at
         # the step, before or after admission (never both).
-        victims, cut = self.evict(m) if evict_after else (before, [])
+        victims, cut = self.evict_fired(m, count) if evict_after else (before, [])
         out = StepOutcome(victims, len(self.kept), query, cut)
         if record is not None:
             out.spans, out.held = record
@@ -218,6 +221,15 @@ class Policy:
         queries, gathered at the kept positions after admission) instead of
         its query rows; called only when READS_TOTALS
         (spec/prefill.md#column-totals)."""
+
+    def evict_fired(self, m: Optional[int], count: int) -> Tuple[List[int], List[Tuple[int, float]]]:
+        """Evict after admission if the step fires (spec/triggers.md#firing:
+        a decode step that does not fire evicts nothing, whatever it keeps;
+        a prefill step evicts by spec/prefill.md). `count`: the positions
+        the step admitted."""
+        if not self.trigger.fires(len(self.kept), count, m is not None):
+            return [], []
+        return self.evict(m)
 
     def evict(self, m: Optional[int] = None) -> Tuple[List[int], List[Tuple[int, float]]]:
         """Evict after admission. `m`: None at a decode step, else the

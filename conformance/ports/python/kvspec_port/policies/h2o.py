@@ -16,12 +16,15 @@ rows are then not read.
 
 import numpy as np
 
+from ..triggers import TRIGGERS
 from .base import ScorePolicy
 
 
 class H2oPolicy(ScorePolicy):
     NAME = "h2o"
-    PARAMS = ScorePolicy.PARAMS + (("normalize", 0, 0, 1),)  # 0 raw, 1 divided by the rows that see the key
+    PARAMS = (ScorePolicy.PARAMS
+              + (("normalize", 0, 0, 1),)  # 0 raw, 1 divided by the rows that see the key
+              + TRIGGERS)  # spec/triggers.md#parameters: last
     READS_TOTALS = True  # spec/prefill.md#column-totals: only h2o reads them
 
     def __init__(self, params, rng):

@@ -6,12 +6,13 @@ candidates not drawn yet in ascending position order. The Rng lives as long
 as the policy.
 """
 
+from ..triggers import TRIGGERS
 from .base import BUDGET, RECENT_WINDOW, BudgetPolicy, RecentWindowMixin
 
 
 class RandomPolicy(RecentWindowMixin, BudgetPolicy):
     NAME = "random"
-    PARAMS = (BUDGET, RECENT_WINDOW)
+    PARAMS = (BUDGET, RECENT_WINDOW) + TRIGGERS  # spec/triggers.md#parameters: last
 
     def evict(self, m=None):  # a prefill step is a step like any other (spec/prefill.md)
         kept = self.kept

@@ -28,14 +28,15 @@ from ..prefill import PREFILL_ONLY, RATIO_PPM
 from ..spans import (CONTEXT_SHIFT, DISCARD, EVICT_AT, POSITION_IDS, SPAN_CHUNK, SPAN_WINDOW, SPANS,
                      check_context_shift_relations, check_span_relations, context_shift_discard,
                      shift_needed)
+from ..triggers import TRIGGERS
 from .base import BUDGET, U32_MAX, BudgetPolicy
 
 
 class StreamingLlmPolicy(BudgetPolicy):
     NAME = "streamingllm"
-    # spec/spans.md#parameters: after the card's own.
+    # spec/spans.md#parameters: after the card's own; spec/triggers.md#parameters last.
     PARAMS = (BUDGET, ("sinks", 4, 0, U32_MAX - 1), PREFILL_ONLY, RATIO_PPM,
-              SPANS, SPAN_WINDOW, SPAN_CHUNK, EVICT_AT, POSITION_IDS, CONTEXT_SHIFT, DISCARD)
+              SPANS, SPAN_WINDOW, SPAN_CHUNK, EVICT_AT, POSITION_IDS, CONTEXT_SHIFT, DISCARD) + TRIGGERS
 
     @classmethod
     def check_relations(cls, values):

@@ -11,12 +11,13 @@ newest kept position is not a candidate at that step.
 
 import numpy as np
 
+from ..triggers import TRIGGERS
 from .base import ScorePolicy
 
 
 class TovaPolicy(ScorePolicy):
     NAME = "tova"
-    PARAMS = ScorePolicy.PARAMS + (("protect_newest", 0, 0, 1),)
+    PARAMS = ScorePolicy.PARAMS + (("protect_newest", 0, 0, 1),) + TRIGGERS  # spec/triggers.md#parameters: last
 
     def __init__(self, params, rng):
         super().__init__(params, rng)

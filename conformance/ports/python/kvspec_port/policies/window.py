@@ -9,13 +9,14 @@ the step does not fit, in one block of the oldest kept positions.
 from ..spans import (CONTEXT_SHIFT, DISCARD, EVICT_AT, POSITION_IDS, SPAN_CHUNK, SPAN_WINDOW, SPANS,
                      check_context_shift_relations, check_span_relations, context_shift_discard,
                      shift_needed)
+from ..triggers import TRIGGERS
 from .base import BUDGET, BudgetPolicy
 
 
 class WindowPolicy(BudgetPolicy):
     NAME = "window"
-    # spec/spans.md#parameters: after the card's own.
-    PARAMS = (BUDGET, SPANS, SPAN_WINDOW, SPAN_CHUNK, EVICT_AT, POSITION_IDS, CONTEXT_SHIFT, DISCARD)
+    # spec/spans.md#parameters: after the card's own; spec/triggers.md#parameters last.
+    PARAMS = (BUDGET, SPANS, SPAN_WINDOW, SPAN_CHUNK, EVICT_AT, POSITION_IDS, CONTEXT_SHIFT, DISCARD) + TRIGGERS
 
     @classmethod
     def check_relations(cls, values):
