@@ -98,6 +98,8 @@ void AddTotalsCases(SuiteBuilder& b);        // cases_totals.cc
 void AddSearchCases(SuiteBuilder& b);        // cases_search.cc
 void AddSpanCases(SuiteBuilder& b);          // cases_spans.cc
 void AddContextShiftCases(SuiteBuilder& b);  // cases_spans.cc
+void AddTriggerScenarios(SuiteBuilder& b);   // cases_triggers.cc
+void AddTriggerCases(SuiteBuilder& b);       // cases_triggers.cc
 void AddForeignParameterCases(SuiteBuilder& b);  // cases.cc
 
 }  // namespace build

@@ -77,6 +77,8 @@ Suite BuildSuite() {
   AddSearchCases(builder);
   AddSpanCases(builder);
   AddContextShiftCases(builder);
+  AddTriggerScenarios(builder);
+  AddTriggerCases(builder);
   AddForeignParameterCases(builder);
   for (CombinationCase& c : CombinationCases()) {  // combination_cases.h
     builder.Add(std::move(c.scenario));

@@ -220,7 +220,9 @@ void AddAuditCases(SuiteBuilder& b) {
               p.name == "span_chunk" || p.name == "evict_at" ||
               p.name == "position_ids" ||
               // and the context shift's (spec 0.9.0).
-              p.name == "context_shift" || p.name == "discard";
+              p.name == "context_shift" || p.name == "discard" ||
+              // and the triggers' (spec 0.12.0).
+              p.name == "slack" || p.name == "interval";
           // discard above 0 needs context_shift 1 (spec/spans.md).
           const bool companion =
               parameter.name == "discard" && p.name == "context_shift";

@@ -80,6 +80,13 @@ const Witness kWitnesses[] = {
      R"pb(
          trace { seed: 436 steps: 2 sinks: 4 sink_mass: 0.5 recent_length: 5 recent_mass: 0.125 recent_decay: 0.5 heavy_count: 0 heavy_mass: 0.25 epoch_length: 29 background_mass: 0.125 noise: 0.3 }
      )pb"},
+    // Added with spec 0.12.0 (triggers): the one gap of the 915 cases then.
+    {"totals", "triggers", 839, 33,
+     R"pb(name: "h2o" parameters { name: "budget" value: 1 } parameters { name: "slack" value: 1 } parameters { name: "recent_window" })pb",
+     R"pb(
+         steps { admit: 2 queries { weights: 0 } queries { weights: [0.375, 0.5] } totals { sums: [0.5, 0.5] } total_rows: 1 }
+         steps { admit: 1 }
+     )pb"},
     {"trace", "ratio", 1458, 7,
      R"pb(name: "h2o" parameters { name: "budget" value: 1 } parameters { name: "recent_window" } parameters { name: "ratio_ppm" value: 1 })pb",
      R"pb(

@@ -40,6 +40,9 @@ const std::vector<FeatureInfo>& Features() {
       {"totals", "0.10.0", "prefill.md#column-totals",
        "column totals beside query rows (Step.totals, Step.total_rows), read "
        "by h2o's prefill rule instead of the rows"},
+      {"triggers", "0.12.0", "triggers.md",
+       "when a decode step evicts: only past budget + slack (slack), or at "
+       "every interval-th decode step (interval), then down to budget"},
   };
   return *features;
 }
@@ -78,6 +81,8 @@ const std::vector<ParameterInfo>& Parameters() {
       {"position_ids", "spans", "0.8.0"},
       {"context_shift", "contextshift", "0.9.0"},
       {"discard", "contextshift", "0.9.0"},
+      {"slack", "triggers", "0.12.0"},
+      {"interval", "triggers", "0.12.0"},
   };
   return *parameters;
 }
