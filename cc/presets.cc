@@ -35,6 +35,12 @@ const std::vector<Preset>& Presets() {
        {{"recent_window", 0}, {"granularity", 0}, {"aggregation", 0},
         {"prefill_only", 1}, {"protect_newest", 1}},
        "kvpress 0.5.5 presses/tova_press.py, TOVAPress.score"},
+      {"tova", "kvpress-0.5.5-decoding",
+       {{"budget", 2048}, {"recent_window", 1}, {"granularity", 0},
+        {"aggregation", 0}, {"prefill_only", 0}, {"protect_newest", 1},
+        {"interval", 512}},
+       "kvpress 0.5.5 presses/decoding_press.py, DecodingPress(TOVAPress()) "
+       "at its defaults compression_interval 512, target_size 2048"},
       {"tova", "official",
        {{"budget", 512}, {"recent_window", 0}, {"granularity", 0},
         {"aggregation", 0}, {"prefill_only", 0}, {"protect_newest", 0}},

@@ -24,6 +24,7 @@
 #include "conformance/port.h"
 #include "conformance/port_text.h"
 #include "conformance/report.h"
+#include "tools/vectors/features.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -519,8 +520,15 @@ TEST(Runner, ARangeOrRuleRefusedAsUnknownFailsFromSpec0_11_0) {
       ASSERT_EQ(rejection.category(), kvspec::v1::INVALID_PARAMETER) << c.id;
       const bool is_unknown = rejection.subject().check() == "unknown";
       (is_unknown ? unknown : other) += 1;
-      const Outcome want =
-          is_unknown || *version != '\0' ? Outcome::kPass : Outcome::kMismatch;
+      // A case set after the port's version is not sent to it (the 0.12.0
+      // triggers' refusals for the 0.10.0 port).
+      const bool later =
+          *version != '\0' &&
+          vectors::CompareVersions(loaded->vector->since(), version) > 0;
+      const Outcome want = later ? Outcome::kNotRun
+                           : is_unknown || *version != '\0'
+                               ? Outcome::kPass
+                               : Outcome::kMismatch;
       EXPECT_EQ(c.outcome, want) << version << " " << c.id << ": " << c.detail;
     }
     // The family holds both kinds (counted from the vectors).

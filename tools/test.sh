@@ -14,7 +14,9 @@
 # language here), then tools/kvpress/check.sh (kvpress 0.5.5 itself on the
 # vectors that use a kvpress preset, every disagreement listed in
 # tools/kvpress/disagreements.txt; then its presses inside a tiny model's
-# forward pass against kvspec, tools/kvpress/model_disagreements.txt), then each engine adapter's check
+# forward pass against kvspec, tools/kvpress/model_disagreements.txt; then its
+# DecodingPress on the vectors of its preset, tools/kvpress/decoding_disagreements.txt),
+# then each engine adapter's check
 # (conformance/engines/*/check.sh: transformers 5.2.0 and mlx-lm 0.32.2
 # driven through the runner, every deviation listed in their expectation
 # files; llama.cpp's only when its setup.sh was run, else "not run"), and
@@ -105,6 +107,10 @@ extra+=("$(grep -E '^kvpress-model-selftest: [0-9]+ passed, [0-9]+ failed' "$kvp
 [[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-model-selftest: 0 passed, 1 failed (no closing line)'
 extra+=("$(grep -E '^kvpress-model: [0-9]+ passed, [0-9]+ failed' "$kvpress" | tail -1 || true)")
 [[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-model: 0 passed, 1 failed (no closing line)'
+extra+=("$(grep -E '^kvpress-decoding-selftest: [0-9]+ passed, [0-9]+ failed' "$kvpress" | tail -1 || true)")
+[[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-decoding-selftest: 0 passed, 1 failed (no closing line)'
+extra+=("$(grep -E '^kvpress-decoding: [0-9]+ passed, [0-9]+ failed' "$kvpress" | tail -1 || true)")
+[[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-decoding: 0 passed, 1 failed (no closing line)'
 for engine in transformers mlx-lm; do
   extra+=("$(grep -E "^$engine-adapter: [0-9]+ passed, [0-9]+ failed" "$engines" | tail -1 || true)")
   [[ -n "${extra[-1]}" ]] || extra[-1]="$engine-adapter: 0 passed, 1 failed (no closing line)"

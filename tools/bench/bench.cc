@@ -37,6 +37,7 @@
 #include "tools/bench/prefill.h"
 #include "tools/bench/scale.h"
 #include "tools/bench/speed.h"
+#include "tools/bench/triggers.h"
 #include "tools/vectors/markdown_block.h"
 
 ABSL_FLAG(std::vector<std::string>, sections,
@@ -47,7 +48,8 @@ ABSL_FLAG(std::vector<std::string>, sections,
           "policy and granularity on the multi-head canonical trace; not run "
           "unless asked), prefill, engines (the memory of engines' retention "
           "rules at equal spans, spec/spans.md#presets; not run unless "
-          "asked).");
+          "asked), triggers (bulk eviction against every step at equal peak "
+          "memory, spec/triggers.md; not run unless asked).");
 ABSL_FLAG(bool, check, false,
           "Compute the figures and compare each card's generated block and "
           "each plot with them; exit 1 if any differs. Writes nothing.");
@@ -303,10 +305,10 @@ int Main(const std::string& program) {
   const std::set<std::string> sections(list.begin(), list.end());
   for (const std::string& s : sections) {
     if (s != "figures" && s != "speed" && s != "scale" && s != "heads" &&
-        s != "prefill" && s != "engines") {
+        s != "prefill" && s != "engines" && s != "triggers") {
       std::fprintf(stderr,
                    "--sections: unknown section '%s' (figures, speed, scale, "
-                   "heads, prefill, engines)\n",
+                   "heads, prefill, engines, triggers)\n",
                    s.c_str());
       return 2;
     }
@@ -436,6 +438,15 @@ int Main(const std::string& program) {
       return 2;
     }
     report += (report.empty() ? "" : "\n") + HeadsMarkdown(HeadsConfig{}, *runs);
+  }
+  if (sections.count("triggers")) {
+    // spec/triggers.md: bulk eviction against every step, at equal peak.
+    absl::StatusOr<std::vector<TriggerRun>> runs = MeasureTriggers(TriggersConfig{});
+    if (!runs.ok()) {
+      std::fprintf(stderr, "%s\n", runs.status().ToString().c_str());
+      return 2;
+    }
+    report += (report.empty() ? "" : "\n") + TriggersMarkdown(TriggersConfig{}, *runs);
   }
   if (sections.count("engines")) {
     // Gemma 2/3 and Mistral's window, 32K prompt; the chunk sizes are

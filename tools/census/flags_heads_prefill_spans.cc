@@ -222,6 +222,9 @@ std::optional<bool> DecidesHeadsPrefillSpans(const std::string& flag,
     return false;
   }
   if (flag == "preset.kvpress-0.5.5") return RunsPreset(c, "kvpress-0.5.5");
+  if (flag == "preset.kvpress-0.5.5-decoding") {
+    return RunsPreset(c, "kvpress-0.5.5-decoding");
+  }
   if (flag == "preset.official") return RunsPreset(c, "official");
   if (flag == "preset.kvcache-factory") return RunsPreset(c, "kvcache-factory");
   if (flag == "heads.granularity") return HeadParameterDecides(c, "granularity");

@@ -4,9 +4,12 @@
 # (tools/kvpress/vectors_check.py --check), after the tool's self-test; then the
 # presses inside a model's forward pass, eager and sdpa, against kvspec fed
 # the same model's attention (tools/kvpress/model_check.py --check, after its
-# self-test; disagreements in tools/kvpress/model_disagreements.txt). Prints
+# self-test; disagreements in tools/kvpress/model_disagreements.txt), and
+# DecodingPress on the vectors of tova's kvpress-0.5.5-decoding preset
+# (tools/kvpress/decoding_check.py, tools/kvpress/decoding_disagreements.txt). Prints
 # "kvpress-selftest: N passed, M failed", "kvpress: N passed, M failed",
-# "kvpress-model-selftest: ..." and "kvpress-model: ..." for
+# "kvpress-model-selftest: ...", "kvpress-model: ...",
+# "kvpress-decoding-selftest: ..." and "kvpress-decoding: ..." for
 # tools/test_summary.py; exits non-zero on any failure.
 #
 #   tools/kvpress/check.sh [--check|--write|--table]   (default --check)
@@ -22,6 +25,8 @@ if [[ ! -x "$python" ]]; then
   if [[ "${1:---check}" == --check ]]; then
     echo "kvpress-model-selftest: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh)"
     echo "kvpress-model: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh)"
+    echo "kvpress-decoding-selftest: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh)"
+    echo "kvpress-decoding: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh)"
   fi
   exit 1
 fi
@@ -35,4 +40,11 @@ if [[ "$mode" == --check ]]; then
   "$python" tools/kvpress/model_check.py --selftest || status=1
 fi
 "$python" tools/kvpress/model_check.py "$mode" || status=1
+# kvpress's DecodingPress (spec/triggers.md) on the vectors of its preset.
+if [[ "$mode" != --table ]]; then
+  if [[ "$mode" == --check ]]; then
+    "$python" tools/kvpress/decoding_check.py --selftest || status=1
+  fi
+  "$python" tools/kvpress/decoding_check.py "$mode" || status=1
+fi
 exit $status

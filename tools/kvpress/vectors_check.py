@@ -450,7 +450,7 @@ def check_case(case, scenarios):
 
 # ---------------------------------------------------------------- the suite
 
-def load_cases(vectors_dir, kvspec_pb2):
+def load_cases(vectors_dir, kvspec_pb2, flag=FLAG):
     """[(case, scenarios)] of every case with FLAG, in file and case order,
     and a list of (file, error) for files that cannot be read."""
     selected, errors = [], []
@@ -467,7 +467,7 @@ def load_cases(vectors_dir, kvspec_pb2):
             continue
         scenarios = {s.id: s for s in vf.scenarios}
         for case in vf.cases:
-            if FLAG in case.flags:
+            if flag in case.flags:
                 selected.append((case, scenarios))
     return selected, errors
 
@@ -521,7 +521,7 @@ def prefix_key(text):
     return text.split(" spec=", 1)[0]
 
 
-def write_file(path, results):
+def write_file(path, results, header=HEADER):
     old = read_file(path)
     exact = {text: cause for text, cause in old if cause}
     by_prefix = {prefix_key(text): cause for text, cause in old if cause}
@@ -536,7 +536,7 @@ def write_file(path, results):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
-        f.write(HEADER)
+        f.write(header)
         for line in lines:
             f.write(line + "\n")
     os.replace(tmp, path)
@@ -560,7 +560,7 @@ def print_results(results, errors):
                   f" kvpress keeps, vector not: {fmt_list(str(p) for p in s.kv_only) or '-'}")
 
 
-def check(path, results, errors):
+def check(path, results, errors, flag=FLAG):
     """Prints failures; returns (passed, failed)."""
     entries = read_file(path)
     in_file = {}
@@ -596,7 +596,7 @@ def check(path, results, errors):
         else:
             extra_failures += 1
     if not results and not errors:
-        print(f"FAIL no vector case carries the flag {FLAG}")
+        print(f"FAIL no vector case carries the flag {flag}")
         extra_failures += 1
     passed = sum(1 for r in results if r.id not in failed_ids)
     return passed, len(failed_ids) + extra_failures

@@ -151,6 +151,12 @@ int64_t ParameterValue(Draw& d, const ParameterInfo& p, const Plan& plan) {
     return d.Pick<int64_t>({0, 0, 0, 1, 2, b / 2, b - 1, b,
                             static_cast<int64_t>(d.U(b + 2))});
   }
+  // spec/triggers.md: mostly none (most cases evict at every step), else
+  // small, or around the budget.
+  if (n == "slack" || n == "interval") {
+    return d.Pick<int64_t>({0, 0, 0, 0, 0, 0, 1, 2, 3, b - 1, b,
+                            static_cast<int64_t>(d.U(2 * b + 2))});
+  }
   // prefill_only, normalize, protect_newest, window_budget, pooling,
   // window_reduce, and any later 0/1 switch: anywhere in range.
   const int64_t span = std::min<int64_t>(p.max - p.min, 1000);
@@ -226,6 +232,18 @@ void KeepRelations(Draw& d, const PolicyInfo& info, PolicyConfig& config) {
   if (Value(info, config, "context_shift").value_or(0) == 0 &&
       Value(info, config, "discard").value_or(0) > 0) {
     Set(config, "discard", 0);
+  }
+  // spec/triggers.md#combinations: one trigger at most, and none beside
+  // another rule for when a step evicts.
+  if (Value(info, config, "slack").value_or(0) > 0 &&
+      Value(info, config, "interval").value_or(0) > 0) {
+    Set(config, d.P(50) ? "slack" : "interval", 0);
+  }
+  for (const char* other : {"prefill_only", "adaptive", "evict_at", "context_shift"}) {
+    if (Value(info, config, other).value_or(0) == 0) continue;
+    for (const char* trigger : {"slack", "interval"}) {
+      if (Value(info, config, trigger).value_or(0) > 0) Set(config, trigger, 0);
+    }
   }
   const std::optional<int64_t> kernel = Value(info, config, "pool_kernel");
   if (kernel.has_value() && *kernel % 2 == 0) Set(config, "pool_kernel", *kernel + 1);

@@ -20,6 +20,12 @@ void AddTriggerScenarios(SuiteBuilder& b) {
   // short), and a several-heads trace of 4 query and 2 KV heads.
   b.Add(Wandering("trigger-wandering-60", 60, 2026120501));
   b.Add(WithHeads(Traced("trigger-heads-160", CanonicalTrace(160)), 4, 2));
+  // A prompt within the budget (DecodingPress never compresses the
+  // prefill), then 32 decode steps with a row per query head.
+  b.Add(TracePrompt("trigger-prompt-16-decode-32-h4", 16, 16, 32, 4, 2,
+                    2026120502));
+  b.Add(TracePrompt("trigger-prompt-16-decode-32", 16, 16, 32, 1, 1,
+                    2026120503));
   // triggers.md#interval: a prefill step between decode steps (one query
   // row, position 2's: 3 weights).
   b.Add(Explicit("trigger-prefill-between",
@@ -131,6 +137,32 @@ void AddTriggerCases(SuiteBuilder& b) {
          P("window", {{"budget", 4}, {"slack", 2}, {"spans", 1},
                       {"position_ids", 1}}),
          "trigger-decode-40");
+  // kvpress 0.5.5's DecodingPress(TOVAPress), through its preset;
+  // tools/kvpress/decoding_check.py runs kvpress itself on these.
+  b.Case("triggers/kvpress-decoding/tova-h4-interval-8",
+         {"preset.kvpress-0.5.5-decoding", "trigger.interval",
+          "trigger.restart"},
+         "tova:preset=kvpress-0.5.5-decoding with target_size (budget) 24, "
+         "compression_interval 8: 4 query heads, 2 KV heads, a prompt of 16; "
+         "the firing at decode step 8 holds 24 and removes nothing, then "
+         "every 8th step cuts 32 back to 24",
+         Preset("tova", "kvpress-0.5.5-decoding",
+                {{"budget", 24}, {"interval", 8}}),
+         "trigger-prompt-16-decode-32-h4");
+  b.Case("triggers/kvpress-decoding/tova-h4-interval-5",
+         {"preset.kvpress-0.5.5-decoding", "trigger.interval"},
+         "tova:preset=kvpress-0.5.5-decoding, budget 18, interval 5: cuts "
+         "21 and then 22 to 18 every 5th decode step",
+         Preset("tova", "kvpress-0.5.5-decoding",
+                {{"budget", 18}, {"interval", 5}}),
+         "trigger-prompt-16-decode-32-h4");
+  b.Case("triggers/kvpress-decoding/tova-interval-3",
+         {"preset.kvpress-0.5.5-decoding", "trigger.interval"},
+         "tova:preset=kvpress-0.5.5-decoding on one head, budget 16, "
+         "interval 3",
+         Preset("tova", "kvpress-0.5.5-decoding",
+                {{"budget", 16}, {"interval", 3}}),
+         "trigger-prompt-16-decode-32");
   // Refusals (spec/triggers.md#combinations).
   b.Case("window/refusal/slack-and-interval", {"refusal.invalid-parameter"},
          "slack 2 and interval 3 together",

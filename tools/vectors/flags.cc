@@ -246,6 +246,12 @@ const std::vector<FlagInfo>& Flags() {
        "parameter the preset sets); tools/kvpress/check.sh runs kvpress on it",
        {"streamingllm", "h2o", "tova", "snapkv"},
        "0.6.0"},
+      {"preset.kvpress-0.5.5-decoding", "triggers.md#interval",
+       "the case runs tova's kvpress-0.5.5-decoding preset (a label: it "
+       "gives every parameter the preset sets); tools/kvpress/check.sh runs "
+       "kvpress's DecodingPress on it",
+       {"tova"},
+       "0.12.0"},
       {"preset.official", "prefill.md#presets",
        "the case runs an official code's preset (a label)",
        {"streamingllm", "h2o", "tova", "snapkv"},
