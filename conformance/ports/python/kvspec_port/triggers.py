@@ -40,10 +40,12 @@ OTHER_RULES = ("prefill_only", "adaptive", "evict_at", "context_shift")
 def check_trigger_relations(name: str, values: dict) -> None:
     """spec/triggers.md#combinations: checked after every other rule of the
     policy (its card's, spec/prefill.md's, spec/spans.md's), in this order;
-    INVALID_PARAMETER. A policy that takes neither parameter (`full`) reads
-    0 for both and passes."""
-    slack = values.get("slack", 0)
-    interval = values.get("interval", 0)
+    INVALID_PARAMETER. A policy that takes neither parameter (`full`)
+    passes."""
+    if "slack" not in values:
+        return
+    slack = values["slack"]
+    interval = values["interval"]
     # 1. Not both above 0.
     if slack > 0 and interval > 0:
         raise Refusal(
@@ -67,17 +69,18 @@ def check_trigger_relations(name: str, values: dict) -> None:
 
 
 class Trigger:
-    """One kept set's trigger (spec/triggers.md#firing).
+    """One kept set's trigger (spec/triggers.md#firing), built from the
+    parameters of a policy that takes `budget`, `slack` and `interval`
+    (`full` takes none and evicts nothing: it has no trigger).
 
     `count`: the set's count of decode steps since the start, the last
-    firing or the last prefill step (spec/triggers.md#interval); held modulo
-    `interval`, so a count that reaches `interval` reads 0 at once.
+    firing or the last prefill step (spec/triggers.md#interval).
     """
 
     def __init__(self, params: dict) -> None:
-        self.budget = params.get("budget", 0)  # `full` has none, and no trigger
-        self.slack = params.get("slack", 0)
-        self.interval = params.get("interval", 0)
+        self.budget = params["budget"]
+        self.slack = params["slack"]
+        self.interval = params["interval"]
         self.count = 0
 
     def fires(self, kept: int, admitted: int, prefill: bool) -> bool:
@@ -99,9 +102,11 @@ class Trigger:
             return True
         if self.slack > 0:
             return kept > self.budget + self.slack
-        if self.interval > 0:
-            self.count = (self.count + 1) % self.interval
-            if self.count == 0 or admitted >= self.budget:
+        # `interval` above 0 (`!= 0`: with `interval` 1 every decode step
+        # fires, as with neither trigger).
+        if self.interval != 0:
+            self.count += 1
+            if self.count == self.interval or admitted >= self.budget:
                 self.count = 0
                 return True
             return False

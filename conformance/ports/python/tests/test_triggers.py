@@ -256,6 +256,37 @@ def test_several_kept_sets_each_count():
     ]
 
 
+def test_several_kept_sets_prefill_resets_each_count():
+    # h2o budget 3, recent_window 0, interval 4, two sets (two query heads,
+    # two KV heads). Steps 0, 1 count 1, 2 (rows 0.5 at position 0 for both
+    # heads). Step 2, a prefill chunk of 2 (below budget: it would not fire
+    # out of turn) with one query row per head (for position 3), evicts by
+    # prefill.md in each set although the count is only at 2, and sets both
+    # counts to 0:
+    #   set 0: row (0.5, 0.0, 0.25, 0.25): sums 1.0, +0.0, 0.25, 0.25: 1 goes;
+    #   set 1: row (0.0, 0.5, 0.25, 0.125): sums 0.5, 0.5, 0.25, 0.125: 3 goes.
+    # Steps 3 and 4 count 1 and 2: no firing, each set keeps 4, then 5 (had
+    # the prefill step counted instead, step 3 would fire; had it left the
+    # count at 2, step 4 would).
+    steps = [
+        (1, None, [[], []], []),
+        (1, None, [[0.5], [0.5]], []),
+        (2, None, [], [[0.5, 0.0, 0.25, 0.25], [0.0, 0.5, 0.25, 0.125]]),
+        (1, None, [[0.25, 0.0, 0.0, 0.5], [0.0, 0.25, 0.0, 0.0]], []),
+        (1, None, [[0.0] * 5, [0.0] * 5], []),
+    ]
+    log = run_scenario("h2o", [("budget", 3), ("recent_window", 0), ("interval", 4)], 0, steps, None, 2, 2)
+    assert log.rejection is None
+    per_set = [[(r.victims, r.kept_count) for r in s.sets] for s in log.steps]
+    assert per_set == [
+        [([], 1), ([], 1)],
+        [([], 2), ([], 2)],
+        [([1], 3), ([3], 3)],
+        [([], 4), ([], 4)],
+        [([], 5), ([], 5)],
+    ]
+
+
 def test_trace_window_slack():
     # A generated trace is decode steps (step t admits t): window budget 4,
     # slack 2 fires at 7 kept, at steps 6, 9, 12, ...
@@ -294,7 +325,9 @@ def test_trigger_count():
     assert t.fires(9, 5, False) is True and t.count == 0  # admits >= budget
     assert t.fires(10, 1, False) is False and t.count == 1
     assert t.fires(11, 1, True) is True and t.count == 0  # a prefill step
-    assert Trigger({"budget": 4}).fires(1, 1, False) is True  # no trigger: every step
+    # Neither trigger, or interval 1: every decode step fires.
+    assert Trigger({"budget": 4, "slack": 0, "interval": 0}).fires(1, 1, False) is True
+    assert [Trigger({"budget": 4, "slack": 0, "interval": 1}).fires(1, 1, False) for _ in range(3)] == [True] * 3
 
 
 # -- #parameters and #combinations ----------------------------------------------

@@ -69,8 +69,6 @@ class Policy:
         self.rng = rng
         self.kept: List[int] = []
         self.next_min = 0  # every admitted position is below this
-        # spec/triggers.md#firing: whether a step evicts after admission.
-        self.trigger = Trigger(self.params)
 
     # -- configuration (spec/harness.md#configuration) ----------------------
     @classmethod
@@ -223,13 +221,10 @@ class Policy:
         (spec/prefill.md#column-totals)."""
 
     def evict_fired(self, m: Optional[int], count: int) -> Tuple[List[int], List[Tuple[int, float]]]:
-        """Evict after admission if the step fires (spec/triggers.md#firing:
-        a decode step that does not fire evicts nothing, whatever it keeps;
-        a prefill step evicts by spec/prefill.md). `count`: the positions
-        the step admitted."""
-        if not self.trigger.fires(len(self.kept), count, m is not None):
-            return [], []
-        return self.evict(m)
+        """Evict after admission if the step fires (spec/triggers.md#firing);
+        `count`: the positions the step admitted. A policy without a budget
+        (`full`) evicts nothing; `BudgetPolicy` asks its trigger."""
+        return [], []
 
     def evict(self, m: Optional[int] = None) -> Tuple[List[int], List[Tuple[int, float]]]:
         """Evict after admission. `m`: None at a decode step, else the
@@ -249,7 +244,20 @@ class Policy:
 
 
 class BudgetPolicy(Policy):
-    """A policy with a budget (spec/harness.md#budget)."""
+    """A policy with a budget (spec/harness.md#budget), and so with `slack`
+    and `interval` (spec/triggers.md#parameters)."""
+
+    def __init__(self, params: dict, rng) -> None:
+        super().__init__(params, rng)
+        # spec/triggers.md#firing: whether a step evicts after admission.
+        self.trigger = Trigger(self.params)
+
+    def evict_fired(self, m, count):
+        # spec/triggers.md#firing: a decode step that does not fire evicts
+        # nothing, whatever it keeps; a prefill step evicts by spec/prefill.md.
+        if not self.trigger.fires(len(self.kept), count, m is not None):
+            return [], []
+        return self.evict(m)
 
     @property
     def budget(self) -> int:
