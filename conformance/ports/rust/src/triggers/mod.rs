@@ -149,15 +149,15 @@ impl Trigger {
         if self.options.slack > 0 {
             return kept > self.budget + self.options.slack;
         }
-        if self.options.interval > 0 {
-            self.count += 1;
-            let fires = self.count >= self.options.interval || admitted >= self.budget;
-            if fires {
-                self.count = 0;
-            }
-            return fires;
+        if self.options.interval == 0 {
+            return true;
         }
-        true
+        self.count += 1;
+        let fires = self.count >= self.options.interval || admitted >= self.budget;
+        if fires {
+            self.count = 0;
+        }
+        fires
     }
 }
 
