@@ -188,6 +188,22 @@ std::string NotRunReason(const conformance::v1::HelloReply& hello,
                                    vectors::CaseSince(policy, scenario, {}));
 }
 
+// Counts a case left out by each thing missing (a case may lack several).
+void CountLeftOut(const std::string& reason, std::map<std::string, int64_t>& reasons) {
+  if (absl::StartsWith(reason, "needs feature")) {
+    absl::string_view list = reason;
+    list = list.substr(list.find(' ', absl::string_view("needs feature").size()) + 1);
+    list = list.substr(0, list.find(", which"));
+    for (absl::string_view feature : absl::StrSplit(list, ", ")) {
+      ++reasons[absl::StrCat("need feature ", feature)];
+    }
+  } else if (absl::StartsWith(reason, "needs policy")) {
+    ++reasons[std::string(reason.substr(1, reason.find(", which") - 1))];
+  } else {
+    ++reasons["were set in a later spec version than the port's"];
+  }
+}
+
 std::vector<Named> Generate(uint64_t seed, int64_t first, int64_t count) {
   std::vector<Named> cases;
   for (int64_t i = first; i < first + count; ++i) {
@@ -278,7 +294,8 @@ int Main() {
   const Clock::time_point start = Clock::now();
   double port_seconds = 0;
   // done: cases sent to the port; next: the next case index generated;
-  // left_out: generated cases the port's hello does not cover, never sent.
+  // left_out: generated cases the port's hello does not cover, never sent
+  // (but the first, sent to learn the hello, is counted here when it is one).
   int64_t done = 0, next = first, left_out = 0;
   int64_t agreed = 0, disagreed = 0, not_run = 0, skipped = 0;
   std::map<std::string, int64_t> left_out_reasons;
@@ -310,19 +327,7 @@ int Main() {
         continue;
       }
       ++left_out;
-      // Counted by each thing missing (a case may lack several).
-      if (absl::StartsWith(reason, "needs feature")) {
-        absl::string_view list = reason;
-        list = list.substr(list.find(' ', absl::string_view("needs feature").size()) + 1);
-        list = list.substr(0, list.find(", which"));
-        for (absl::string_view feature : absl::StrSplit(list, ", ")) {
-          ++left_out_reasons[absl::StrCat("need feature ", feature)];
-        }
-      } else if (absl::StartsWith(reason, "needs policy")) {
-        ++left_out_reasons[std::string(reason.substr(1, reason.find(", which") - 1))];
-      } else {
-        ++left_out_reasons["were set in a later spec version than the port's"];
-      }
+      CountLeftOut(reason, left_out_reasons);
       if (++in_a_row >= kMaxLeftOutInARow) break;
     }
     if (cases.empty()) {
@@ -341,10 +346,20 @@ int Main() {
       std::fprintf(stderr, "search: %s\n", std::string(reports.status().message()).c_str());
       return 2;
     }
+    if (!know_hello) port_features = conformance::PortFeatures(search.hello());
+    int64_t counted = static_cast<int64_t>(cases.size());
     for (const Named& c : cases) {
       const auto it = reports->find(c.id);
       if (it == reports->end()) continue;
       const Outcome outcome = it->second.outcome;
+      if (!know_hello && outcome == Outcome::kNotRun) {
+        // The one case sent to learn the hello, which the hello does not
+        // cover: left out like the ones generated after it.
+        CountLeftOut(NotRunReason(search.hello(), port_features, c.c), left_out_reasons);
+        ++left_out;
+        --counted;
+        continue;
+      }
       if (outcome == Outcome::kPass) ++agreed;
       if (outcome == Outcome::kNotRun) ++not_run;
       if (outcome == Outcome::kSkipped) ++skipped;
@@ -354,8 +369,7 @@ int Main() {
         found.push_back({c, it->second});
       }
     }
-    done += static_cast<int64_t>(cases.size());
-    if (!know_hello) port_features = conformance::PortFeatures(search.hello());
+    done += counted;
   }
   const double search_seconds = Since(start);
   std::printf("search: port %s %s (spec %s); seed %llu, cases %lld..%lld\n",

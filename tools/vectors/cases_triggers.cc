@@ -168,6 +168,11 @@ void AddTriggerCases(SuiteBuilder& b) {
          "slack 2 and interval 3 together",
          P("window", {{"budget", 4}, {"slack", 2}, {"interval", 3}}),
          "one-step");
+  b.Case("window/refusal/slack-one-and-interval-one",
+         {"refusal.invalid-parameter"},
+         "slack 1 and interval 1, the least values that set both",
+         P("window", {{"budget", 4}, {"slack", 1}, {"interval", 1}}),
+         "one-step");
   b.Case("h2o/refusal/interval-prefill-only", {"refusal.invalid-parameter"},
          "interval 2 with prefill_only 1",
          P("h2o", {{"budget", 4}, {"recent_window", 0}, {"interval", 2},
