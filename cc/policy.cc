@@ -232,12 +232,22 @@ absl::StatusOr<std::vector<Position>> Policy::Step(const StepInput& input,
           : std::vector<size_t>{};
   if (detail != nullptr) {
     detail->ranked.clear();
-    detail->victims = slots.size();
+    detail->victims = slots.size() / blocks_.size;
     std::vector<double> scores;
     size_t candidate_end = 0;
     if (!slots.empty() && RankingScores(scores, candidate_end)) {
-      for (size_t slot = 0; slot < candidate_end; ++slot) {
-        detail->ranked.push_back({kept_[slot], scores[slot]});
+      if (blocks_.whole()) {
+        // spec/blocks.md#the-cut: candidate blocks by first position.
+        const auto [first, end] = blocks_.CandidateBlocks(0, candidate_end);
+        for (size_t block = first; block < end; ++block) {
+          detail->ranked.push_back(
+              {kept_[block * blocks_.size],
+               blocks_.ScoreOf(absl::MakeConstSpan(scores), block)});
+        }
+      } else {
+        for (size_t slot = 0; slot < candidate_end; ++slot) {
+          detail->ranked.push_back({kept_[slot], scores[slot]});
+        }
       }
       // spec/harness.md#victims: score ascending, then position ascending.
       std::sort(detail->ranked.begin(), detail->ranked.end(),

@@ -38,6 +38,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "cc/block.h"
 #include "cc/spans.h"
 #include "cc/trigger.h"
 
@@ -121,9 +122,12 @@ struct RankedCandidate {
 // (spec/vectors.md#the-cut).
 struct EvictionDetail {
   // Every candidate (kept, not protected), lowest rank first: score
-  // ascending, then position ascending.
+  // ascending, then position ascending. With `block` above 1
+  // (spec/blocks.md#the-cut), every candidate block, named by its first
+  // position, with its block score.
   std::vector<RankedCandidate> ranked;
-  // The first `victims` entries of `ranked` are the victims.
+  // The first `victims` entries of `ranked` are the victims (blocks, with
+  // `block` above 1).
   size_t victims = 0;
 };
 
@@ -196,6 +200,10 @@ class Policy {
   // `slack` and `interval`, before the first step. Without it every step
   // fires.
   void SetTrigger(const Trigger& trigger) { trigger_ = trigger; }
+  // spec/blocks.md: called by the factories of the policies that take
+  // `block`, before the first step. Without it a block is one position.
+  void SetBlocks(const Blocks& blocks) { blocks_ = blocks; }
+  const Blocks& blocks() const { return blocks_; }
 
  protected:
   // `heads`: query heads the policy's one kept set covers, at least 1.
@@ -258,6 +266,7 @@ class Policy {
   SpanRule span_rule_;
   size_t span_sinks_ = 0;
   Trigger trigger_;
+  Blocks blocks_;
   // Positions admitted so far (for the sinks), and the highest sink.
   uint64_t admitted_count_ = 0;
   std::optional<Position> last_sink_;

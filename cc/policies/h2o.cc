@@ -10,6 +10,7 @@
 
 #include "cc/errors.h"
 #include "cc/heads.h"
+#include "cc/policies/blocks.h"
 #include "cc/policies/entries.h"
 #include "cc/policies/limits.h"
 #include "cc/policies/prefill.h"
@@ -100,7 +101,15 @@ class H2oPolicy final : public Policy {
   std::vector<size_t> ChooseVictims() override {
     const size_t kept_count = kept().size();
     const std::optional<size_t> budget = budget_.At(prefill_step(), kept_count);
-    const size_t excess = budget.has_value() ? Excess(kept_count, *budget) : 0;
+    if (!budget.has_value()) return {};
+    if (blocks().whole()) {
+      // blocks.md#ranking-blocks.
+      const size_t count = blocks().ToEvict(kept_count, *budget);
+      if (count == 0) return {};
+      return blocks().LowestRanked(absl::MakeConstSpan(Scores()),
+                                   kept_count - recent_window_, count);
+    }
+    const size_t excess = Excess(kept_count, *budget);
     if (excess == 0) return {};
     return LowestRanked(absl::MakeConstSpan(Scores()), kept(),
                         kept_count - recent_window_, excess);
@@ -156,11 +165,13 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeH2o(const ParameterValues& values,
   KVSPEC_RETURN_IF_ERROR(CheckRecentWindow("h2o", budget, recent_window));
   KVSPEC_RETURN_IF_ERROR(CheckPrefillRules("h2o", values, true, false));
   KVSPEC_RETURN_IF_ERROR(CheckTriggerRules("h2o", values));
+  KVSPEC_RETURN_IF_ERROR(CheckBlockRules("h2o", values));
   std::unique_ptr<Policy> policy(new H2oPolicy(
       StepBudgetRule::Of(values), static_cast<size_t>(recent_window),
       static_cast<Aggregation>(values.Get("aggregation")),
       values.Get("normalize") == 1, heads));
   policy->SetTrigger(TriggerOf(values));
+  policy->SetBlocks(BlocksOf(values));
   return policy;
 }
 
@@ -172,12 +183,12 @@ const PolicyEntry& H2oEntry() {
        "evicts the lowest cumulative attention since admission outside the "
        "recent window",
        "spec/policies/h2o.md",
-       WithTriggerParameters({BudgetParameter(), RecentWindowParameter(), GranularityParameter(),
+       WithBlockParameters(WithTriggerParameters({BudgetParameter(), RecentWindowParameter(), GranularityParameter(),
         AggregationParameter(), AdaptiveParameter(), SafeguardParameter(),
         PrefillOnlyParameter(), RatioParameter(),
         {"normalize", 0, 0, 1,
          "at a prefill step: 0 raw sum of the query rows, 1 divided by the "
-         "number of rows that see the key"}})},
+         "number of rows that see the key"}}), true)},
       &MakeH2o};
   return *entry;
 }

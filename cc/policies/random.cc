@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "cc/errors.h"
+#include "cc/policies/blocks.h"
 #include "cc/policies/entries.h"
 #include "cc/policies/limits.h"
 #include "cc/policies/ranking.h"
@@ -34,6 +35,7 @@ class RandomPolicy final : public Policy {
   // candidate at that index is a victim and leaves the list.
   std::vector<size_t> ChooseVictims() override {
     const size_t kept_count = kept().size();
+    if (blocks().whole()) return ChooseBlocks(kept_count);
     const size_t excess = Excess(kept_count, budget_);
     if (excess == 0) return {};
     std::vector<size_t> remaining(kept_count - recent_window_);
@@ -50,6 +52,25 @@ class RandomPolicy final : public Policy {
 
   void Forget(absl::Span<const size_t>) override {}
 
+  // blocks.md#ranking-blocks: the same draws over the candidate blocks
+  // (the closed blocks before the recent window), ascending.
+  std::vector<size_t> ChooseBlocks(size_t kept_count) {
+    const size_t excess = blocks().ToEvict(kept_count, budget_);
+    if (excess == 0) return {};
+    const auto [first, end] =
+        blocks().CandidateBlocks(0, kept_count - recent_window_);
+    std::vector<size_t> remaining(end - first);
+    std::iota(remaining.begin(), remaining.end(), first);
+    std::vector<size_t> victims;
+    for (size_t d = 0; d < excess; ++d) {
+      const size_t index = static_cast<size_t>(rng_.Uniform(remaining.size()));
+      victims.push_back(remaining[index]);
+      remaining.erase(remaining.begin() + static_cast<std::ptrdiff_t>(index));
+    }
+    std::sort(victims.begin(), victims.end());
+    return blocks().SlotsOf(victims);
+  }
+
   size_t PolicyStateBytes() const override { return sizeof(rng_.state()); }
 
  private:
@@ -64,10 +85,12 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeRandom(
   const int64_t recent_window = values.Get("recent_window");
   KVSPEC_RETURN_IF_ERROR(CheckRecentWindow("random", budget, recent_window));
   KVSPEC_RETURN_IF_ERROR(CheckTriggerRules("random", values));
+  KVSPEC_RETURN_IF_ERROR(CheckBlockRules("random", values));
   std::unique_ptr<Policy> policy(new RandomPolicy(
       static_cast<size_t>(budget), static_cast<size_t>(recent_window), rng,
       heads));
   policy->SetTrigger(TriggerOf(values));
+  policy->SetBlocks(BlocksOf(values));
   return policy;
 }
 
@@ -79,7 +102,7 @@ const PolicyEntry& RandomEntry() {
        "evicts uniformly random positions outside the recent window, drawn "
        "from the seeded Rng",
        "spec/policies/random.md",
-       WithTriggerParameters({BudgetParameter(), RecentWindowParameter()})},
+       WithBlockParameters(WithTriggerParameters({BudgetParameter(), RecentWindowParameter()}), false)},
       &MakeRandom};
   return *entry;
 }

@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "cc/errors.h"
 #include "cc/heads.h"
+#include "cc/policies/blocks.h"
 #include "cc/policies/entries.h"
 #include "cc/policies/limits.h"
 #include "cc/policies/prefill.h"
@@ -114,11 +115,19 @@ class SnapKvPolicy final : public Policy {
     // candidate.
     const bool outside = prefill_step() && window_outside_;
     const size_t counted = outside ? kept_count - window_ : kept_count;
-    const size_t excess = Excess(counted, *budget);
+    // blocks.md#how-many-blocks-go (window_budget is 0 with blocks).
+    const size_t excess = blocks().whole()
+                              ? blocks().ToEvict(counted, *budget)
+                              : Excess(counted, *budget);
     if (excess == 0) return {};
     candidate_end_ = CandidateEnd();
     if (!prefill_step()) {
       for (size_t h = 0; h < history_.size(); ++h) PoolHead(h);
+    }
+    if (blocks().whole()) {
+      // blocks.md#ranking-blocks: `excess` counts blocks.
+      return blocks().LowestRanked(absl::MakeConstSpan(Scores()),
+                                   candidate_end_, excess);
     }
     return LowestRanked(absl::MakeConstSpan(Scores()), kept(), candidate_end_,
                         excess);
@@ -265,8 +274,10 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeSnapKv(
   options.avg_pooling = values.Get("pooling") == 1;
   options.window_outside = values.Get("window_budget") == 1;
   KVSPEC_RETURN_IF_ERROR(CheckTriggerRules("snapkv", values));
+  KVSPEC_RETURN_IF_ERROR(CheckBlockRules("snapkv", values));
   std::unique_ptr<Policy> policy(new SnapKvPolicy(options, heads));
   policy->SetTrigger(TriggerOf(values));
+  policy->SetBlocks(BlocksOf(values));
   return policy;
 }
 
@@ -278,7 +289,7 @@ const PolicyEntry& SnapKvEntry() {
        "evicts the lowest max-pooled sum of the last obs_window weights "
        "outside the recent window",
        "spec/policies/snapkv.md",
-       WithTriggerParameters({BudgetParameter(),
+       WithBlockParameters(WithTriggerParameters({BudgetParameter(),
         RecentWindowParameter(),
         {"obs_window", 16, 1, 65536,
          "recorded steps each slot's ring remembers"},
@@ -297,7 +308,7 @@ const PolicyEntry& SnapKvEntry() {
          "0 max, 1 avg (zero padding, divided by pool_kernel)"},
         {"window_budget", 0, 0, 1,
          "at a prefill step: 0 inside (the window ranks above all and "
-         "counts), 1 outside (kept besides budget others)"}})},
+         "counts), 1 outside (kept besides budget others)"}}), true)},
       &MakeSnapKv};
   return *entry;
 }

@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_format.h"
 #include "cc/errors.h"
+#include "cc/policies/blocks.h"
 #include "cc/policies/entries.h"
 #include "cc/policies/limits.h"
 #include "cc/policies/prefill.h"
@@ -63,7 +64,14 @@ class StreamingLlmPolicy final : public Policy {
     if (evict_at_ != 0 || context_shift_) return victims;
     const size_t kept_count = kept().size();
     const std::optional<size_t> budget = budget_.At(prefill_step(), kept_count);
-    const size_t excess = budget.has_value() ? Excess(kept_count, *budget) : 0;
+    if (!budget.has_value()) return victims;
+    if (blocks().whole()) {
+      // blocks.md#ranking-blocks: the oldest closed blocks after the sinks'
+      // (sinks are a multiple of the block and below budget, so enough).
+      return blocks().Oldest(sinks_kept_, kept_count,
+                             blocks().ToEvict(kept_count, *budget));
+    }
+    const size_t excess = Excess(kept_count, *budget);
     if (excess == 0) return victims;
     const size_t non_sinks = kept_count - sinks_kept_;
     const size_t from_sinks = excess > non_sinks ? excess - non_sinks : 0;
@@ -151,12 +159,14 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeStreamingLlm(
       values.Get("evict_at"), values.Get("prefill_only"),
       values.Get("ratio_ppm"), budget, sinks));
   KVSPEC_RETURN_IF_ERROR(CheckTriggerRules("streamingllm", values));
+  KVSPEC_RETURN_IF_ERROR(CheckBlockRules("streamingllm", values));
   auto policy = std::make_unique<StreamingLlmPolicy>(
       StepBudgetRule::Of(values), static_cast<size_t>(budget),
       static_cast<size_t>(sinks), values.Get("evict_at"),
       values.Get("context_shift") == 1, values.Get("discard"), heads);
   policy->SetSpanRule(SpanRuleOf(values), static_cast<size_t>(sinks));
   policy->SetTrigger(TriggerOf(values));
+  policy->SetBlocks(BlocksOf(values));
   return std::unique_ptr<Policy>(std::move(policy));
 }
 
@@ -177,7 +187,7 @@ const PolicyEntry& StreamingLlmEntry() {
          // spans.md#parameters, after the card's own.
          for (ParameterInfo& p : SpanParameters(true)) parameters.push_back(p);
          // triggers.md#parameters, last.
-         return WithTriggerParameters(parameters);
+         return WithBlockParameters(WithTriggerParameters(parameters), false);
        }()},
       &MakeStreamingLlm};
   return *entry;

@@ -11,6 +11,7 @@
 
 #include "cc/errors.h"
 #include "cc/heads.h"
+#include "cc/policies/blocks.h"
 #include "cc/policies/entries.h"
 #include "cc/policies/limits.h"
 #include "cc/policies/prefill.h"
@@ -61,9 +62,22 @@ class TovaPolicy final : public Policy {
   std::vector<size_t> ChooseVictims() override {
     const size_t kept_count = kept().size();
     const std::optional<size_t> budget = budget_.At(prefill_step(), kept_count);
-    const size_t excess = budget.has_value() ? Excess(kept_count, *budget) : 0;
+    if (!budget.has_value()) return {};
+    const size_t excess = blocks().whole()
+                              ? blocks().ToEvict(kept_count, *budget)
+                              : Excess(kept_count, *budget);
     if (excess == 0) return {};
     const size_t candidate_end = CandidateEnd();
+    if (blocks().whole()) {
+      // blocks.md#ranking-blocks: `excess` counts blocks.
+      if (latest_.size() == 1) {
+        return blocks().LowestRanked(absl::MakeConstSpan(latest_[0]),
+                                     candidate_end, excess);
+      }
+      Combine(aggregation_, absl::MakeConstSpan(latest_), combined_);
+      return blocks().LowestRanked(absl::MakeConstSpan(combined_),
+                                   candidate_end, excess);
+    }
     if (latest_.size() == 1) {
       return LowestRanked(absl::MakeConstSpan(latest_[0]), kept(),
                           candidate_end, excess);
@@ -135,11 +149,13 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeTova(const ParameterValues& values,
   KVSPEC_RETURN_IF_ERROR(CheckRecentWindow("tova", budget, recent_window));
   KVSPEC_RETURN_IF_ERROR(CheckPrefillRules("tova", values, true, false));
   KVSPEC_RETURN_IF_ERROR(CheckTriggerRules("tova", values));
+  KVSPEC_RETURN_IF_ERROR(CheckBlockRules("tova", values));
   std::unique_ptr<Policy> policy(new TovaPolicy(
       StepBudgetRule::Of(values), static_cast<size_t>(recent_window),
       static_cast<Aggregation>(values.Get("aggregation")),
       values.Get("protect_newest") == 1, heads));
   policy->SetTrigger(TriggerOf(values));
+  policy->SetBlocks(BlocksOf(values));
   return policy;
 }
 
@@ -150,11 +166,11 @@ const PolicyEntry& TovaEntry() {
       {"tova",
        "evicts the lowest latest attention weight outside the recent window",
        "spec/policies/tova.md",
-       WithTriggerParameters({BudgetParameter(), RecentWindowParameter(), GranularityParameter(),
+       WithBlockParameters(WithTriggerParameters({BudgetParameter(), RecentWindowParameter(), GranularityParameter(),
         AggregationParameter(), AdaptiveParameter(), SafeguardParameter(),
         PrefillOnlyParameter(), RatioParameter(),
         {"protect_newest", 0, 0, 1,
-         "1: at a prefill step the newest position is never a candidate"}})},
+         "1: at a prefill step the newest position is never a candidate"}}), true)},
       &MakeTova};
   return *entry;
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cc/errors.h"
+#include "cc/policies/blocks.h"
 #include "cc/policies/entries.h"
 #include "cc/policies/limits.h"
 #include "cc/policies/triggers.h"
@@ -36,6 +37,11 @@ class WindowPolicy final : public Policy {
     std::vector<size_t> victims;
     // Room was made before admission.
     if (evict_at_ != 0 || context_shift_) return victims;
+    if (blocks().whole()) {
+      // blocks.md#ranking-blocks: the oldest closed blocks.
+      return blocks().Oldest(0, kept().size(),
+                             blocks().ToEvict(kept().size(), budget_));
+    }
     for (size_t slot = 0; slot + budget_ < kept().size(); ++slot) {
       victims.push_back(slot);
     }
@@ -84,11 +90,13 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeWindow(
       "window", values.Get("context_shift"), values.Get("discard"),
       values.Get("evict_at"), 0, 0, values.Get("budget"), std::nullopt));
   KVSPEC_RETURN_IF_ERROR(CheckTriggerRules("window", values));
+  KVSPEC_RETURN_IF_ERROR(CheckBlockRules("window", values));
   auto policy = std::make_unique<WindowPolicy>(
       static_cast<size_t>(values.Get("budget")), values.Get("evict_at"),
       values.Get("context_shift") == 1, values.Get("discard"), heads);
   policy->SetSpanRule(SpanRuleOf(values));
   policy->SetTrigger(TriggerOf(values));
+  policy->SetBlocks(BlocksOf(values));
   return std::unique_ptr<Policy>(std::move(policy));
 }
 
@@ -103,7 +111,7 @@ const PolicyEntry& WindowEntry() {
          std::vector<ParameterInfo> parameters = {BudgetParameter()};
          for (ParameterInfo& p : SpanParameters(true)) parameters.push_back(p);
          // triggers.md#parameters, last.
-         return WithTriggerParameters(parameters);
+         return WithBlockParameters(WithTriggerParameters(parameters), false);
        }()},
       &MakeWindow};
   return *entry;
