@@ -4,14 +4,14 @@ Written from spec/ alone: harness (spec/harness.md), arithmetic
 (spec/arithmetic.md), Rng (spec/rng.md), trace generator (spec/trace.md),
 policies (spec/policies/*.md), heads (spec/heads.md), prefill and its
 column totals (spec/prefill.md), spans, position ids and the context shift
-(spec/spans.md), triggers (spec/triggers.md) and the conformance testee
-(spec/protocol.md).
+(spec/spans.md), triggers (spec/triggers.md), blocks (spec/blocks.md)
+and the conformance testee (spec/protocol.md).
 """
 
-SPEC_VERSION = "0.12.0"
+SPEC_VERSION = "0.13.0"
 # The features this port implements: all of spec/features.md#the-list, and
-# `triggers` (spec/triggers.md, 0.12.0).
+# `triggers` (spec/triggers.md, 0.12.0) and `blocks` (spec/blocks.md, 0.13.0).
 FEATURES = ("decode", "trace", "heads", "trace-heads", "adaptive", "prefill", "spans",
-            "contextshift", "totals", "triggers")
+            "contextshift", "totals", "triggers", "blocks")
 PROTOCOL_VERSION = 1
 PORT_VERSION = "0.1.0"

@@ -30,6 +30,7 @@ from .policies import REGISTRY
 from .policies.base import MAX_POSITION, Policy, StepOutcome
 from .rng import Rng
 from . import trace as trace_mod
+from .blocks import check_block_relations
 from .triggers import check_trigger_relations
 
 
@@ -72,6 +73,8 @@ def configure(name: str, parameters: Sequence[Tuple[str, int]]):
     cls.check_relations(values)
     # spec/triggers.md#combinations: after every other rule of the policy.
     check_trigger_relations(name, values)
+    # spec/blocks.md#rules: after those.
+    check_block_relations(name, values)
     return cls, values
 
 

@@ -20,6 +20,8 @@ import numpy as np
 
 from .errors import INVALID_HEADS, Refusal, Subject
 from .policies.base import StepOutcome, rank
+from .blocks import blocks_to_evict, rank_blocks
+from .prefill import step_budget
 from .triggers import Trigger
 
 MAX_HEADS = 1024
@@ -199,6 +201,10 @@ class KeptSet:
         admitted."""
         if not self.trigger.fires(len(self.kept), count, self.prefill_m is not None):
             return [], []
+        # spec/blocks.md#several-heads: with `block` above 1 the set evicts
+        # whole closed blocks of its own slots.
+        if self.values["block"] > 1:
+            return self.evict_blocks()
         return self.evict()
 
     def plan(self) -> Tuple[int, int]:
@@ -221,6 +227,25 @@ class KeptSet:
             return [], []
         combined = self.combined()
         victim_slots, victims, cut = rank(combined, kept, k, c)
+        self.remove(victim_slots)
+        return victims, cut
+
+    def evict_blocks(self):
+        """spec/blocks.md#ranking-blocks over this set's own blocks
+        (spec/blocks.md#several-heads), ranked by the blocks' scores from
+        the set's combined scores; `adaptive` 1 is refused with `block`
+        above 1 (spec/blocks.md#rules), so the set evicts by itself."""
+        n = len(self.kept)
+        b = step_budget(self.values, n, self.prefill_m is not None)
+        if b is None:  # a decode step with `prefill_only` 1
+            return [], []
+        block = self.values["block"]
+        k = blocks_to_evict(n, b, block)
+        if k <= 0:
+            return [], []
+        _, c = self.plan()
+        victim_slots, victims, cut = rank_blocks(self.combined(), self.kept, k, c, block,
+                                                 self.values["block_score"])
         self.remove(victim_slots)
         return victims, cut
 

@@ -76,17 +76,20 @@ def test_ratio_budget_scenario_keeps_one():
 def test_parameter_order():
     names = {name: [p[0] for p in configure(name, [])[0].PARAMS] for name in ("h2o", "tova", "snapkv", "streamingllm")}
     tail = ["granularity", "aggregation", "adaptive", "safeguard_permille", "prefill_only", "ratio_ppm"]
-    # spec/triggers.md#parameters (0.12.0): `slack`, `interval` last.
+    # spec/triggers.md#parameters (0.12.0): `slack`, `interval`, then
+    # spec/blocks.md#parameters (0.13.0): `block` (and `block_score` in the
+    # score-based cards), last.
     triggers = ["slack", "interval"]
-    assert names["h2o"] == ["budget", "recent_window"] + tail + ["normalize"] + triggers
-    assert names["tova"] == ["budget", "recent_window"] + tail + ["protect_newest"] + triggers
+    scored = triggers + ["block", "block_score"]
+    assert names["h2o"] == ["budget", "recent_window"] + tail + ["normalize"] + scored
+    assert names["tova"] == ["budget", "recent_window"] + tail + ["protect_newest"] + scored
     assert names["snapkv"] == ["budget", "recent_window", "obs_window", "pool_kernel"] + tail + [
-        "window_reduce", "pooling", "window_budget"] + triggers
+        "window_reduce", "pooling", "window_budget"] + scored
     # spec/spans.md#parameters (0.8.0, and the context shift's of 0.9.0)
     # follow the prefill parameters.
     assert names["streamingllm"] == ["budget", "sinks", "prefill_only", "ratio_ppm", "spans",
                                      "span_window", "span_chunk", "evict_at", "position_ids",
-                                     "context_shift", "discard"] + triggers
+                                     "context_shift", "discard"] + triggers + ["block"]
 
 
 @pytest.mark.parametrize("name, params", [

@@ -393,11 +393,12 @@ def test_wire_fields():
 
 
 def test_hello_declares_spans():
-    assert SPEC_VERSION == "0.12.0"
+    assert SPEC_VERSION == "0.13.0"
     assert "spans" in FEATURES
-    # contextshift (0.9.0) right after spans, then totals (0.10.0) and
-    # triggers (0.12.0), in the order of spec/features.md#the-list.
-    assert list(hello_reply().hello.features)[-4:] == ["spans", "contextshift", "totals", "triggers"]
+    # contextshift (0.9.0) right after spans, then totals (0.10.0),
+    # triggers (0.12.0) and blocks (0.13.0), in the order of
+    # spec/features.md#the-list.
+    assert list(hello_reply().hello.features)[-5:] == ["spans", "contextshift", "totals", "triggers", "blocks"]
 
 
 # -- #parameters -------------------------------------------------------------------
@@ -405,14 +406,16 @@ def test_hello_declares_spans():
 def test_parameter_order():
     names = {name: [p[0] for p in configure(name, [])[0].PARAMS] for name in ("full", "window", "streamingllm")}
     assert names["full"] == ["spans", "span_window", "span_chunk"]
-    # spec/triggers.md#parameters (0.12.0): `slack`, `interval` after them.
+    # spec/triggers.md#parameters (0.12.0): `slack`, `interval` after them;
+    # spec/blocks.md#parameters (0.13.0): `block` last (default 1).
     assert names["window"] == ["budget", "spans", "span_window", "span_chunk", "evict_at", "position_ids",
-                               "context_shift", "discard", "slack", "interval"]
+                               "context_shift", "discard", "slack", "interval", "block"]
     assert names["streamingllm"][4:] == ["spans", "span_window", "span_chunk", "evict_at", "position_ids",
-                                         "context_shift", "discard", "slack", "interval"]
+                                         "context_shift", "discard", "slack", "interval", "block"]
     for name in names:
         _, values = configure(name, [])
-        assert all(values[p] == 0 for p in names[name] if p not in ("budget", "sinks"))
+        assert all(values[p] == 0 for p in names[name] if p not in ("budget", "sinks", "block"))
+        assert values.get("block", 1) == 1
 
 
 def refused(name, params):

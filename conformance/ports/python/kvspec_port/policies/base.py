@@ -20,6 +20,7 @@ from ..f32 import weight_ok
 from .. import spans as spans_mod
 from ..prefill import PREFILL_ONLY, RATIO_PPM, check_prefill_relations, step_budget  # noqa: F401
 from ..triggers import Trigger
+from .. import blocks
 
 import numpy as np
 
@@ -257,7 +258,18 @@ class BudgetPolicy(Policy):
         # nothing, whatever it keeps; a prefill step evicts by spec/prefill.md.
         if not self.trigger.fires(len(self.kept), count, m is not None):
             return [], []
+        # spec/blocks.md: with `block` above 1 a step evicts whole closed
+        # blocks; with `block` 1, every position is its own block and the
+        # step evicts as it did before 0.13.0.
+        if self.params["block"] > 1:
+            return self.evict_blocks(m)
         return self.evict(m)
+
+    def evict_blocks(self, m: Optional[int]) -> Tuple[List[int], List[Tuple[int, float]]]:
+        """Evict whole closed blocks after admission (spec/blocks.md), with
+        `block` above 1. `m`: None at a decode step, else the number of
+        query rows of the prefill step (per head)."""
+        raise NotImplementedError
 
     @property
     def budget(self) -> int:
@@ -326,6 +338,29 @@ class ScorePolicy(RecentWindowMixin, BudgetPolicy):
         if b is None:
             return 0, 0
         return n - b, n - params["recent_window"]
+
+    def evict_blocks(self, m=None):
+        # spec/blocks.md#ranking-blocks: the candidate blocks lie in the
+        # card's candidates, slots [0, c) (before the recent window; at a
+        # prefill step, tova's newest left out); k blocks go by block score.
+        n = len(self.kept)
+        b = self.step_budget(m)
+        if b is None:  # a decode step with `prefill_only` 1
+            return [], []
+        block = self.params["block"]
+        k = blocks.blocks_to_evict(n, b, block)
+        if k <= 0:
+            return [], []
+        _, c = self.eviction_plan(self.params, n, m)
+        scores = np.asarray(self.scores(), dtype=np.float64)
+        victim_slots, victims, cut = blocks.rank_blocks(scores, self.kept, k, c, block,
+                                                        self.params["block_score"])
+        keep = np.ones(n, dtype=bool)
+        keep[victim_slots] = False
+        for i in reversed(victim_slots):  # ascending slots, deleted from the last
+            del self.kept[i]
+        self.remove_slots(keep)
+        return victims, cut
 
     def scores(self) -> List[float]:
         raise NotImplementedError

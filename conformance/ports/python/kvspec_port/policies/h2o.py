@@ -16,6 +16,7 @@ rows are then not read.
 
 import numpy as np
 
+from ..blocks import BLOCK, BLOCK_SCORE
 from ..triggers import TRIGGERS
 from .base import ScorePolicy
 
@@ -24,7 +25,8 @@ class H2oPolicy(ScorePolicy):
     NAME = "h2o"
     PARAMS = (ScorePolicy.PARAMS
               + (("normalize", 0, 0, 1),)  # 0 raw, 1 divided by the rows that see the key
-              + TRIGGERS)  # spec/triggers.md#parameters: last
+              + TRIGGERS  # spec/triggers.md#parameters,
+              + (BLOCK, BLOCK_SCORE))  # then spec/blocks.md#parameters, last
     READS_TOTALS = True  # spec/prefill.md#column-totals: only h2o reads them
 
     def __init__(self, params, rng):

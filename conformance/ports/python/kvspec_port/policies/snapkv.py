@@ -21,6 +21,7 @@ and pooled over the prefix alone; the window's slots score +infinity
 import numpy as np
 
 from ..errors import INVALID_PARAMETER, Refusal, Subject
+from ..blocks import BLOCK, BLOCK_SCORE
 from ..triggers import TRIGGERS
 from .base import (ADAPTIVE, AGGREGATION, BUDGET, GRANULARITY, PREFILL_ONLY, RATIO_PPM, RECENT_WINDOW,
                    SAFEGUARD_PERMILLE, RecentWindowMixin, ScorePolicy)
@@ -33,7 +34,7 @@ class SnapKvPolicy(ScorePolicy):
               ("window_reduce", 0, 0, 1),  # at prefill: 0 sum, 1 mean
               ("pooling", 0, 0, 1),  # 0 max, 1 avg (zero padding, divided by pool_kernel)
               ("window_budget", 0, 0, 1),  # at prefill: 0 inside, 1 outside
-              ) + TRIGGERS  # spec/triggers.md#parameters: last
+              ) + TRIGGERS + (BLOCK, BLOCK_SCORE)  # spec/triggers.md's, then spec/blocks.md's, last
 
     @classmethod
     def card_relations(cls, values):

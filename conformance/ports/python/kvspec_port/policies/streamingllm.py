@@ -28,15 +28,17 @@ from ..prefill import PREFILL_ONLY, RATIO_PPM
 from ..spans import (CONTEXT_SHIFT, DISCARD, EVICT_AT, POSITION_IDS, SPAN_CHUNK, SPAN_WINDOW, SPANS,
                      check_context_shift_relations, check_span_relations, context_shift_discard,
                      shift_needed)
+from ..blocks import BLOCK, blocks_to_evict, candidate_starts
 from ..triggers import TRIGGERS
 from .base import BUDGET, U32_MAX, BudgetPolicy
 
 
 class StreamingLlmPolicy(BudgetPolicy):
     NAME = "streamingllm"
-    # spec/spans.md#parameters: after the card's own; spec/triggers.md#parameters last.
+    # spec/spans.md#parameters: after the card's own; spec/triggers.md#parameters,
+    # then spec/blocks.md#parameters, last.
     PARAMS = (BUDGET, ("sinks", 4, 0, U32_MAX - 1), PREFILL_ONLY, RATIO_PPM,
-              SPANS, SPAN_WINDOW, SPAN_CHUNK, EVICT_AT, POSITION_IDS, CONTEXT_SHIFT, DISCARD) + TRIGGERS
+              SPANS, SPAN_WINDOW, SPAN_CHUNK, EVICT_AT, POSITION_IDS, CONTEXT_SHIFT, DISCARD) + TRIGGERS + (BLOCK,)
 
     @classmethod
     def check_relations(cls, values):
@@ -116,4 +118,23 @@ class StreamingLlmPolicy(BudgetPolicy):
             del kept[ns:]
             del kept[:gone_sinks]
             self.sinks_kept -= gone_sinks
+        return victims, []
+
+    def evict_blocks(self, m=None):
+        # spec/blocks.md#ranking-blocks: the k candidate blocks with the
+        # lowest first positions; a block holding a sink is no candidate
+        # (the kept sinks are the first `sinks_kept` slots). With `block`
+        # above 1 no ratio budget is allowed (spec/blocks.md#rules), so the
+        # step budget is `budget` (or none at a decode step with
+        # `prefill_only` 1) and no sink is ever evicted.
+        b = self.step_budget(m)
+        if b is None:
+            return [], []
+        block = self.params["block"]
+        k = blocks_to_evict(len(self.kept), b, block)
+        if k <= 0:
+            return [], []
+        start = candidate_starts(self.sinks_kept, len(self.kept), block)[0]
+        victims = self.kept[start:start + k * block]
+        del self.kept[start:start + k * block]
         return victims, []

@@ -11,13 +11,15 @@ newest kept position is not a candidate at that step.
 
 import numpy as np
 
+from ..blocks import BLOCK, BLOCK_SCORE
 from ..triggers import TRIGGERS
 from .base import ScorePolicy
 
 
 class TovaPolicy(ScorePolicy):
     NAME = "tova"
-    PARAMS = ScorePolicy.PARAMS + (("protect_newest", 0, 0, 1),) + TRIGGERS  # spec/triggers.md#parameters: last
+    # spec/triggers.md#parameters, then spec/blocks.md#parameters, last.
+    PARAMS = ScorePolicy.PARAMS + (("protect_newest", 0, 0, 1),) + TRIGGERS + (BLOCK, BLOCK_SCORE)
 
     def __init__(self, params, rng):
         super().__init__(params, rng)

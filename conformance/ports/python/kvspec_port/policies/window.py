@@ -9,14 +9,17 @@ the step does not fit, in one block of the oldest kept positions.
 from ..spans import (CONTEXT_SHIFT, DISCARD, EVICT_AT, POSITION_IDS, SPAN_CHUNK, SPAN_WINDOW, SPANS,
                      check_context_shift_relations, check_span_relations, context_shift_discard,
                      shift_needed)
+from ..blocks import BLOCK, blocks_to_evict
 from ..triggers import TRIGGERS
 from .base import BUDGET, BudgetPolicy
 
 
 class WindowPolicy(BudgetPolicy):
     NAME = "window"
-    # spec/spans.md#parameters: after the card's own; spec/triggers.md#parameters last.
-    PARAMS = (BUDGET, SPANS, SPAN_WINDOW, SPAN_CHUNK, EVICT_AT, POSITION_IDS, CONTEXT_SHIFT, DISCARD) + TRIGGERS
+    # spec/spans.md#parameters: after the card's own; spec/triggers.md#parameters,
+    # then spec/blocks.md#parameters, last.
+    PARAMS = (BUDGET, SPANS, SPAN_WINDOW, SPAN_CHUNK, EVICT_AT, POSITION_IDS, CONTEXT_SHIFT, DISCARD) + TRIGGERS + (
+        BLOCK,)
 
     @classmethod
     def check_relations(cls, values):
@@ -30,6 +33,18 @@ class WindowPolicy(BudgetPolicy):
             return [], []
         victims = kept[:k]
         del kept[:k]
+        return victims, []
+
+    def evict_blocks(self, m=None):
+        # spec/blocks.md#ranking-blocks: the k oldest closed blocks, slots
+        # [0, kB) (every closed block is a candidate; a prefill step is a
+        # step like any other).
+        block = self.params["block"]
+        k = blocks_to_evict(len(self.kept), self.budget, block)
+        if k <= 0:
+            return [], []
+        victims = self.kept[:k * block]
+        del self.kept[:k * block]
         return victims, []
 
     def evict_before(self, count):
