@@ -1,4 +1,4 @@
-//! kvspec-port: a Rust port of kvspec (spec version 0.12.0), written from the
+//! kvspec-port: a Rust port of kvspec (spec version 0.13.0), written from the
 //! documents in `spec/` alone.
 //!
 //! - [`rng`]: xoshiro256** seeded by SplitMix64 (spec/rng.md)
@@ -11,9 +11,12 @@
 //!   context shift (spec/spans.md)
 //! - [`triggers`]: when a decode step evicts, `slack` and `interval`
 //!   (spec/triggers.md)
+//! - [`blocks`]: evicting whole blocks of positions, `block` and
+//!   `block_score` (spec/blocks.md)
 //! - [`policies`]: one module per policy card (spec/policies/*.md)
 //! - [`protocol`]: the conformance protocol (spec/protocol.md)
 
+pub mod blocks;
 pub mod error;
 pub mod harness;
 pub mod heads;
@@ -42,8 +45,8 @@ pub mod pb {
 }
 
 /// The spec version this port implements (spec/README.md).
-pub const SPEC_VERSION: &str = "0.12.0";
+pub const SPEC_VERSION: &str = "0.13.0";
 /// The features this port implements: all of spec/features.md#the-list.
-pub const FEATURES: &[&str] = &["decode", "trace", "heads", "trace-heads", "adaptive", "prefill", "spans", "contextshift", "totals", "triggers"];
+pub const FEATURES: &[&str] = &["decode", "trace", "heads", "trace-heads", "adaptive", "prefill", "spans", "contextshift", "totals", "triggers", "blocks"];
 /// The conformance protocol version (spec/protocol.md#versions).
 pub const PROTOCOL_VERSION: u32 = 1;

@@ -421,13 +421,14 @@ mod tests {
         // spec/spans.md#the-log: with spans 1 each step carries its spans
         // and held set whatever want_cut; the hello declares the feature.
         assert!(hello_reply().features.iter().any(|f| f == "spans"));
-        assert_eq!(hello_reply().spec_version, "0.12.0");
+        assert_eq!(hello_reply().spec_version, "0.13.0");
         // spec 0.9.0: "contextshift" right after "spans"; spec 0.10.0:
-        // "totals" after it; spec 0.12.0: "triggers", last (spec/features.md#the-list).
+        // "totals" after it; spec 0.12.0: "triggers"; spec 0.13.0:
+        // "blocks", last (spec/features.md#the-list).
         let features = hello_reply().features;
         let at = features.iter().position(|f| f == "spans").unwrap();
         assert_eq!(features.get(at + 1).map(String::as_str), Some("contextshift"));
-        assert_eq!(features[at + 2..], ["totals".to_string(), "triggers".to_string()]);
+        assert_eq!(features[at + 2..], ["totals".to_string(), "triggers".to_string(), "blocks".to_string()]);
         let param = |name: &str, value| kv::Parameter { name: name.into(), value };
         let policy = kv::PolicyConfig {
             name: "streamingllm".into(),

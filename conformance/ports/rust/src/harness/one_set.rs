@@ -9,13 +9,15 @@
 //! (spec/harness.md#budget, spec/harness.md#protected-positions,
 //! spec/harness.md#victims, spec/prefill.md#when-a-policy-evicts), at a
 //! decode step only when its trigger fires (spec/triggers.md#firing), ranking
-//! the heads' combined scores (spec/heads.md#combining-heads-at-ranking-time).
+//! the heads' combined scores (spec/heads.md#combining-heads-at-ranking-time);
+//! with `block` above 1, in whole closed blocks (spec/blocks.md).
 //! `Engine`: one set stepped directly (`Policy::Step`), with the checks of a
 //! direct call (spec/harness.md#refusals); the single-head trace runs through
 //! it.
 
 use super::log::StepRecord;
 use super::refusals::{check_weights, MAX_POSITION};
+use crate::blocks::BlockOptions;
 use crate::error::{Check, Refusal, Result};
 use crate::heads::{combine, Aggregation};
 use crate::policies::{rank, Policy, QueryRows, Selection};
@@ -158,6 +160,7 @@ impl KeptSet {
     /// or `interval` a decode step that does not fire evicts nothing
     /// (spec/triggers.md#firing; the rules keep `prefill_only`, `evict_at`
     /// and `context_shift` 0 there, so its step budget is `budget`).
+    /// With `block` above 1 whole closed blocks go ([`KeptSet::evict_blocks`]).
     /// `record` is the step's so far ([`KeptSet::begin_step`]); the step
     /// admitted `admitted` positions.
     pub(super) fn evict(&mut self, mut record: StepRecord, admitted: u64, prefill: bool) -> StepRecord {
@@ -165,7 +168,10 @@ impl KeptSet {
         let fires = self.trigger.may_evict(prefill, n as u64, admitted);
         let evicts = fires && self.states[0].span_options().evicts_after();
         let budget = self.states[0].step_budget(n, prefill).filter(|_| evicts);
-        if let Some(budget) = budget {
+        let blocks = self.states[0].block_options();
+        if let Some(budget) = budget.filter(|_| blocks.by_blocks()) {
+            self.evict_blocks(blocks, budget, prefill, &mut record);
+        } else if let Some(budget) = budget {
             let counted = self.states[0].counted(n, prefill) as u64;
             if counted > budget {
                 let k = (counted - budget) as usize;
@@ -179,6 +185,34 @@ impl KeptSet {
         }
         record.kept_count = self.kept.len() as u32;
         record
+    }
+
+    /// A step that evicts, by blocks of `B` = `block` above 1
+    /// (spec/blocks.md): with `n` kept, `k = floor(n / B) - budget / B`
+    /// closed blocks go when above 0 (spec/blocks.md#how-many-blocks-go;
+    /// the rules keep `ratio_ppm` and `window_budget` 0, so the step
+    /// budget is `budget` and every slot counts). The candidate blocks are
+    /// the closed blocks whose every slot is a candidate: after the kept
+    /// sinks and within the policy's candidates (spec/blocks.md#candidates).
+    /// A score-based set ranks them by block score, then first position
+    /// (with the cut of blocks); the others choose `k` of them
+    /// (`Policy::choose_blocks`: the oldest, or `random`'s draws). Every
+    /// slot of a victim block goes (spec/blocks.md#ranking-blocks).
+    fn evict_blocks(&mut self, blocks: BlockOptions, budget: u64, prefill: bool, record: &mut StepRecord) {
+        let k = blocks.blocks_to_evict(self.kept.len(), budget);
+        if k == 0 {
+            return;
+        }
+        let candidates = blocks.candidate_blocks(self.states[0].sinks_kept(), self.candidates(prefill));
+        let sel = if self.reads_attention() {
+            let (victims, cut) = blocks.rank(&self.combined_scores(prefill), candidates, k);
+            Selection { victims, cut }
+        } else {
+            let chosen: Vec<usize> =
+                self.states[0].choose_blocks(candidates.len(), k).into_iter().map(|i| candidates.start + i).collect();
+            Selection { victims: blocks.slots_of(&chosen), cut: Vec::new() }
+        };
+        self.remove(sel, k * blocks.block, record);
     }
 
     /// A score-based set's combined score of every kept slot

@@ -6,6 +6,7 @@ use super::{
     check_recent_below_budget, head_options, prefill_options, resolve_params, retain_slots, with_shared_params,
     ParamSpec, Policy, QueryRows, BUDGET, RECENT_WINDOW,
 };
+use crate::blocks::BlockOptions;
 use crate::error::Result;
 use crate::heads::HeadOptions;
 use crate::prefill::{check_prefill_rules, PrefillOptions};
@@ -23,6 +24,8 @@ pub struct H2o {
     /// query rows that see the key (spec/policies/h2o.md#at-prefill).
     normalize: bool,
     triggers: TriggerOptions,
+    /// `block` and `block_score` (spec/blocks.md#parameters).
+    blocks: BlockOptions,
     /// Per kept slot: the binary64 sum of its recorded weights.
     cumulative: Vec<f64>,
 }
@@ -36,6 +39,12 @@ impl H2o {
         check_prefill_rules("h2o", Some(v[1]), heads.adaptive, prefill, None)?;
         let triggers = TriggerOptions::from_params(&v[9..11]);
         triggers.check("h2o", Some(prefill), Some(heads.adaptive), None)?;
+        let blocks = BlockOptions::from_params(&v[11..13]);
+        blocks.check(
+            "h2o",
+            &[("budget", v[0] as u64), ("recent_window", v[1] as u64)],
+            &[("ratio_ppm", prefill.ratio_ppm as u64), ("adaptive", heads.adaptive as u64)],
+        )?;
         Ok(H2o {
             budget: v[0] as u64,
             recent_window: v[1] as u64,
@@ -43,6 +52,7 @@ impl H2o {
             prefill,
             normalize: v[8] == 1,
             triggers,
+            blocks,
             cumulative: Vec::new(),
         })
     }
@@ -117,5 +127,8 @@ impl Policy for H2o {
     }
     fn trigger_options(&self) -> TriggerOptions {
         self.triggers
+    }
+    fn block_options(&self) -> BlockOptions {
+        self.blocks
     }
 }

@@ -3,6 +3,7 @@
 //! spec/harness.md#configuration, spec/harness.md#victims. The names live
 //! in `registry.rs`, the parameter checks in `params.rs`.
 
+use crate::blocks::{BlockOptions, SCORED_BLOCK_PARAMS};
 use crate::error::{Category, Check, Refusal, Result, Subject};
 use crate::heads::{Aggregation, Granularity, HeadOptions};
 use crate::prefill::{PrefillOptions, PREFILL_ONLY, RATIO_PPM};
@@ -76,7 +77,8 @@ pub trait Policy {
     fn scores(&self, _prefill: bool) -> Option<Vec<f64>> {
         None
     }
-    /// Score-based policies: the latest kept slots never evicted.
+    /// The latest kept slots never evicted (score-based policies and
+    /// `random`; 0 for the positional policies).
     fn recent_window(&self) -> usize {
         0
     }
@@ -111,6 +113,19 @@ pub trait Policy {
     /// step evicts. All 0 for `full`, which does not take them.
     fn trigger_options(&self) -> TriggerOptions {
         TriggerOptions::default()
+    }
+    /// `block` and `block_score` (spec/blocks.md#parameters): whole blocks
+    /// evicted. `block` 1 for `full`, which does not take them.
+    fn block_options(&self) -> BlockOptions {
+        BlockOptions::default()
+    }
+    /// Positional policies and `random`, evicting by blocks
+    /// (spec/blocks.md#ranking-blocks): choose `k` of the `candidates`
+    /// candidate blocks, as indices among them in ascending order of first
+    /// position. By default the `k` oldest (`window`, `streamingllm`);
+    /// `random` draws. Score-based policies are ranked by their kept set.
+    fn choose_blocks(&mut self, _candidates: usize, k: usize) -> Vec<usize> {
+        (0..k).collect()
     }
 }
 
@@ -180,13 +195,15 @@ pub(crate) const PREFILL_PARAMS: [ParamSpec; 2] = [PREFILL_ONLY, RATIO_PPM];
 /// The table of a policy that reads attention: its own parameters, the
 /// head parameters, the prefill parameters, its own prefill parameters
 /// (`normalize`, `protect_newest`, `window_reduce`, ...), then the
-/// trigger parameters (spec/triggers.md#parameters), in card order.
+/// trigger parameters (spec/triggers.md#parameters), then `block` and
+/// `block_score` (spec/blocks.md#parameters), in card order.
 pub(crate) fn with_shared_params(own: &[ParamSpec], own_prefill: &[ParamSpec]) -> Vec<ParamSpec> {
     own.iter()
         .chain(HEAD_PARAMS.iter())
         .chain(PREFILL_PARAMS.iter())
         .chain(own_prefill)
         .chain(TRIGGER_PARAMS.iter())
+        .chain(SCORED_BLOCK_PARAMS.iter())
         .copied()
         .collect()
 }

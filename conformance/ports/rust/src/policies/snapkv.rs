@@ -6,6 +6,7 @@ use super::{
     check_recent_below_budget, head_options, prefill_options, resolve_params, retain_slots, with_shared_params,
     ParamSpec, Policy, QueryRows, BUDGET, RECENT_WINDOW,
 };
+use crate::blocks::BlockOptions;
 use crate::error::{Category, Check, Refusal, Result, Subject};
 use crate::heads::HeadOptions;
 use crate::prefill::{check_prefill_rules, PrefillOptions};
@@ -42,6 +43,8 @@ pub struct SnapKv {
     /// are neither candidates nor counted against the step budget.
     window_outside: bool,
     triggers: TriggerOptions,
+    /// `block` and `block_score` (spec/blocks.md#parameters).
+    blocks: BlockOptions,
     /// `obs_window` binary32 weights per kept slot (spec/policies/snapkv.md#the-ring).
     ring: Vec<f32>,
     /// The index the next recorded step writes, shared by all slots.
@@ -73,6 +76,12 @@ impl SnapKv {
         check_prefill_rules("snapkv", Some(v[1]), heads.adaptive, prefill, Some(v[12]))?;
         let triggers = TriggerOptions::from_params(&v[13..15]);
         triggers.check("snapkv", Some(prefill), Some(heads.adaptive), None)?;
+        let blocks = BlockOptions::from_params(&v[15..17]);
+        blocks.check(
+            "snapkv",
+            &[("budget", v[0] as u64), ("recent_window", v[1] as u64)],
+            &[("ratio_ppm", prefill.ratio_ppm as u64), ("adaptive", heads.adaptive as u64), ("window_budget", v[12] as u64)],
+        )?;
         Ok(SnapKv {
             budget: v[0] as u64,
             recent_window: v[1] as u64,
@@ -84,6 +93,7 @@ impl SnapKv {
             pooling: if v[11] == 1 { Pooling::Avg } else { Pooling::Max },
             window_outside: v[12] == 1,
             triggers,
+            blocks,
             ring: Vec::new(),
             cursor: 0,
             prefill_scores: Vec::new(),
@@ -242,6 +252,9 @@ impl Policy for SnapKv {
     }
     fn trigger_options(&self) -> TriggerOptions {
         self.triggers
+    }
+    fn block_options(&self) -> BlockOptions {
+        self.blocks
     }
 }
 

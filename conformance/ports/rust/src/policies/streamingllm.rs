@@ -3,8 +3,12 @@
 //! ascending position, then the sinks, which only a ratio budget below the
 //! sinks reaches. Card: spec/policies/streamingllm.md; the span
 //! parameters after the prefill parameters (spec/spans.md#parameters),
-//! then `slack` and `interval` (spec/triggers.md#parameters).
+//! then `slack` and `interval` (spec/triggers.md#parameters), then `block`
+//! (spec/blocks.md#parameters). By blocks it takes the oldest closed
+//! blocks after the sinks' (`Policy::choose_blocks`' default over the
+//! candidate blocks, which start after the kept sinks).
 use super::{prefill_options, resolve_params, retain_slots, ParamSpec, Policy, Selection, BUDGET, PREFILL_PARAMS};
+use crate::blocks::{span_values, BlockOptions, POSITIONAL_BLOCK_PARAMS};
 use crate::error::{Category, Check, Refusal, Result, Subject};
 use crate::prefill::{check_prefill_rules, PrefillOptions};
 use crate::spans::{SpanOptions, SPAN_PARAMS};
@@ -19,6 +23,7 @@ pub struct StreamingLlm {
     prefill: PrefillOptions,
     spans: SpanOptions,
     triggers: TriggerOptions,
+    blocks: BlockOptions,
     /// How many positions were ever admitted.
     admitted: u64,
     /// Per kept slot: is it a sink, one of the first `sinks` positions
@@ -33,6 +38,7 @@ impl StreamingLlm {
             .chain(PREFILL_PARAMS.iter())
             .chain(SPAN_PARAMS.iter())
             .chain(TRIGGER_PARAMS.iter())
+            .chain(POSITIONAL_BLOCK_PARAMS.iter())
             .copied()
             .collect();
         let v = resolve_params("streamingllm", &specs, params)?;
@@ -50,12 +56,20 @@ impl StreamingLlm {
         spans.check("streamingllm", Some(prefill), Some(budget as u64), Some(sinks as u64))?;
         let triggers = TriggerOptions::from_params(&v[11..13]);
         triggers.check("streamingllm", Some(prefill), None, Some(spans))?;
+        let blocks = BlockOptions::from_params(&v[13..14]);
+        let [evict_at, context_shift] = span_values(spans);
+        blocks.check(
+            "streamingllm",
+            &[("budget", budget as u64), ("sinks", sinks as u64)],
+            &[("ratio_ppm", prefill.ratio_ppm as u64), evict_at, context_shift],
+        )?;
         Ok(StreamingLlm {
             budget: budget as u64,
             sinks: sinks as u64,
             prefill,
             spans,
             triggers,
+            blocks,
             admitted: 0,
             sink: Vec::new(),
         })
@@ -109,5 +123,8 @@ impl Policy for StreamingLlm {
     }
     fn trigger_options(&self) -> TriggerOptions {
         self.triggers
+    }
+    fn block_options(&self) -> BlockOptions {
+        self.blocks
     }
 }

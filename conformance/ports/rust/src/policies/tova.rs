@@ -5,6 +5,7 @@ use super::{
     check_recent_below_budget, head_options, prefill_options, resolve_params, retain_slots, with_shared_params,
     ParamSpec, Policy, QueryRows, BUDGET, RECENT_WINDOW,
 };
+use crate::blocks::BlockOptions;
 use crate::error::Result;
 use crate::heads::HeadOptions;
 use crate::prefill::{check_prefill_rules, PrefillOptions};
@@ -22,6 +23,8 @@ pub struct Tova {
     /// not a candidate (spec/policies/tova.md#at-prefill).
     protect_newest: bool,
     triggers: TriggerOptions,
+    /// `block` and `block_score` (spec/blocks.md#parameters).
+    blocks: BlockOptions,
     /// Per kept slot: its latest recorded weight, +0.0 if unobserved.
     latest: Vec<f32>,
 }
@@ -35,6 +38,12 @@ impl Tova {
         check_prefill_rules("tova", Some(v[1]), heads.adaptive, prefill, None)?;
         let triggers = TriggerOptions::from_params(&v[9..11]);
         triggers.check("tova", Some(prefill), Some(heads.adaptive), None)?;
+        let blocks = BlockOptions::from_params(&v[11..13]);
+        blocks.check(
+            "tova",
+            &[("budget", v[0] as u64), ("recent_window", v[1] as u64)],
+            &[("ratio_ppm", prefill.ratio_ppm as u64), ("adaptive", heads.adaptive as u64)],
+        )?;
         Ok(Tova {
             budget: v[0] as u64,
             recent_window: v[1] as u64,
@@ -42,6 +51,7 @@ impl Tova {
             prefill,
             protect_newest: v[8] == 1,
             triggers,
+            blocks,
             latest: Vec::new(),
         })
     }
@@ -96,5 +106,8 @@ impl Policy for Tova {
     }
     fn trigger_options(&self) -> TriggerOptions {
         self.triggers
+    }
+    fn block_options(&self) -> BlockOptions {
+        self.blocks
     }
 }

@@ -1,8 +1,11 @@
 //! `window`: keeps the latest `budget` positions, evicts the oldest.
 //! Card: spec/policies/window.md; the span parameters after `budget`
 //! (spec/spans.md#parameters), then `slack` and `interval`
-//! (spec/triggers.md#parameters).
+//! (spec/triggers.md#parameters), then `block` (spec/blocks.md#parameters).
+//! By blocks it takes the oldest closed blocks
+//! (`Policy::choose_blocks`' default).
 use super::{resolve_params, ParamSpec, Policy, Selection, BUDGET};
+use crate::blocks::{span_values, BlockOptions, POSITIONAL_BLOCK_PARAMS};
 use crate::error::Result;
 use crate::spans::{SpanOptions, SPAN_PARAMS};
 use crate::triggers::{TriggerOptions, TRIGGER_PARAMS};
@@ -12,18 +15,21 @@ pub struct Window {
     budget: u64,
     spans: SpanOptions,
     triggers: TriggerOptions,
+    blocks: BlockOptions,
 }
 
 impl Window {
     pub fn configure(params: &[(String, i64)]) -> Result<Self> {
         let specs: Vec<ParamSpec> =
-            [BUDGET].iter().chain(SPAN_PARAMS.iter()).chain(TRIGGER_PARAMS.iter()).copied().collect();
+            [BUDGET].iter().chain(SPAN_PARAMS.iter()).chain(TRIGGER_PARAMS.iter()).chain(POSITIONAL_BLOCK_PARAMS.iter()).copied().collect();
         let v = resolve_params("window", &specs, params)?;
         let spans = SpanOptions::from_params(&SPAN_PARAMS, &v[1..8]);
         spans.check("window", None, Some(v[0] as u64), None)?;
         let triggers = TriggerOptions::from_params(&v[8..10]);
         triggers.check("window", None, None, Some(spans))?;
-        Ok(Window { budget: v[0] as u64, spans, triggers })
+        let blocks = BlockOptions::from_params(&v[10..11]);
+        blocks.check("window", &[("budget", v[0] as u64)], &span_values(spans))?;
+        Ok(Window { budget: v[0] as u64, spans, triggers, blocks })
     }
 }
 
@@ -50,5 +56,8 @@ impl Policy for Window {
     }
     fn trigger_options(&self) -> TriggerOptions {
         self.triggers
+    }
+    fn block_options(&self) -> BlockOptions {
+        self.blocks
     }
 }
