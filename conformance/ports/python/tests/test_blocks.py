@@ -311,6 +311,38 @@ def test_snapkv_blocks_rank_pooled_scores():
     assert cuts(log)[1] == [(0, 0.0), (2, 0.5)]
 
 
+def test_streamingllm_prefill_only_evicts_blocks_at_prefill_steps():
+    # streamingllm, budget 4, sinks 2, prefill_only 1, block 2. Step 0, a
+    # prefill chunk of 9 (the query row of 8): its step budget is `budget`
+    # (spec/prefill.md#when-a-policy-evicts), k = 4 - 2 = 2 blocks after
+    # the sink block: 2 .. 5 go, 0, 1, 6, 7, 8 kept. Steps 1, 2 (decode)
+    # evict nothing. Step 3, a prefill step admitting 11 (the query row of
+    # 11): kept 0, 1, 6 .. 11, k = 4 - 2 = 2: the blocks (6, 7), (8, 9) go.
+    params = [("budget", 4), ("sinks", 2), ("prefill_only", 1), ("block", 2)]
+    steps = [(9, None, [], [[0.125] * 9]), (1, None), (1, None), (1, None, [], [[0.125] * 12])]
+    log = run("streamingllm", params, steps)
+    assert victims(log) == [[2, 3, 4, 5], [], [], [6, 7, 8, 9]]
+    assert kept(log) == [5, 6, 7, 4]
+
+
+def test_several_sets_prefill_only_evict_blocks_at_prefill_steps_only():
+    # h2o, 2 query heads, 2 KV heads, granularity 1, budget 2, recent_window
+    # 0, prefill_only 1, block 2. Step 0, a prefill chunk of 5 with one
+    # query row per head (query 4): each set keeps five, k = 2 - 1 = 1.
+    # Head 0's row sums the blocks (0, 1) to 1.0 and (2, 3) to 0.25: 2, 3
+    # go; head 1's to 0.25 and 1.0: 0, 1 go. The decode steps after evict
+    # nothing (prefill_only 1), whatever the sets keep.
+    params = [("budget", 2), ("recent_window", 0), ("granularity", 1), ("prefill_only", 1), ("block", 2)]
+    rows = [[0.5, 0.5, 0.25, 0.0, 0.25], [0.0, 0.25, 0.5, 0.5, 0.0]]
+    steps = [(5, None, [], rows)] + [(1, None, [], [])] * 3
+    log = run_scenario("h2o", params, 0, steps, None, 2, 2)
+    assert log.rejection is None
+    assert [s.victims for s in log.steps[0].sets] == [[2, 3], [0, 1]]
+    assert [s.cut for s in log.steps[0].sets] == [[(2, 0.25), (0, 1.0)], [(0, 0.25), (2, 1.0)]]
+    assert [[s.victims for s in st.sets] for st in log.steps[1:]] == [[[], []]] * 3
+    assert [[s.kept_count for s in st.sets] for st in log.steps] == [[3, 3], [4, 4], [5, 5], [6, 6]]
+
+
 def test_snapkv_prefill_window_blocks_score_infinity():
     # The port's reading (README): snapkv, budget 2, recent_window 0,
     # obs_window 2, pool_kernel 1, block 2, window_budget 0; a prefill chunk
