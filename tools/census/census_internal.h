@@ -87,6 +87,11 @@ std::optional<bool> DecidesHeadsPrefillSpans(const std::string& flag,
 std::optional<bool> DecidesTriggers(const std::string& flag,
                                     const CaseContext& c, std::string* note);
 
+// flags_blocks.cc: the same for a flag of spec/blocks.md; nullopt for any
+// other flag.
+std::optional<bool> DecidesBlocks(const std::string& flag,
+                                  const CaseContext& c, std::string* note);
+
 // The checks over the whole suite; each appends its failures.
 // suite.cc (spec/vectors.md#the-suite): the parameter matrix, later heads.
 void CheckForeignParameters(const vectors::VectorSet& set,

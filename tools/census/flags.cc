@@ -180,6 +180,9 @@ bool Decides(const std::string& flag, const CaseContext& c, std::string* note) {
   if (const std::optional<bool> decided = DecidesTriggers(flag, c, note)) {
     return *decided;
   }
+  if (const std::optional<bool> decided = DecidesBlocks(flag, c, note)) {
+    return *decided;
+  }
   if (flag == "tie.lower-position") {
     for (const StepRecord& step : c.expected.steps) {
       const size_t v = step.victims.size();

@@ -100,6 +100,8 @@ void AddSpanCases(SuiteBuilder& b);          // cases_spans.cc
 void AddContextShiftCases(SuiteBuilder& b);  // cases_spans.cc
 void AddTriggerScenarios(SuiteBuilder& b);   // cases_triggers.cc
 void AddTriggerCases(SuiteBuilder& b);       // cases_triggers.cc
+void AddBlockScenarios(SuiteBuilder& b);     // cases_blocks.cc
+void AddBlockCases(SuiteBuilder& b);         // cases_blocks.cc
 void AddForeignParameterCases(SuiteBuilder& b);  // cases.cc
 
 }  // namespace build

@@ -79,6 +79,8 @@ Suite BuildSuite() {
   AddContextShiftCases(builder);
   AddTriggerScenarios(builder);
   AddTriggerCases(builder);
+  AddBlockScenarios(builder);
+  AddBlockCases(builder);
   AddForeignParameterCases(builder);
   for (CombinationCase& c : CombinationCases()) {  // combination_cases.h
     builder.Add(std::move(c.scenario));

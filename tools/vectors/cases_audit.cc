@@ -222,7 +222,9 @@ void AddAuditCases(SuiteBuilder& b) {
               // and the context shift's (spec 0.9.0).
               p.name == "context_shift" || p.name == "discard" ||
               // and the triggers' (spec 0.12.0).
-              p.name == "slack" || p.name == "interval";
+              p.name == "slack" || p.name == "interval" ||
+              // and the blocks' (spec 0.13.0).
+              p.name == "block" || p.name == "block_score";
           // discard above 0 needs context_shift 1 (spec/spans.md).
           const bool companion =
               parameter.name == "discard" && p.name == "context_shift";
@@ -241,6 +243,14 @@ void AddAuditCases(SuiteBuilder& b) {
           if (parameter.name == "budget" && bound.value <= 1 &&
               (p.name == "recent_window" || p.name == "sinks")) {
             value = 0;  // recent_window / sinks below budget 1
+          }
+          // spec/blocks.md#rules: with block above 1, budget a multiple
+          // of it (the block itself; at the bound above the range, the
+          // range's top, so that the range alone refuses), recent_window
+          // and sinks 0.
+          if (parameter.name == "block" && bound.value > 1) {
+            if (p.name == "budget") value = std::min(bound.value, parameter.max);
+            if (p.name == "recent_window" || p.name == "sinks") value = 0;
           }
           // spec/prefill.md: a ratio requires recent_window 0.
           if (parameter.name == "ratio_ppm" && p.name == "recent_window") {

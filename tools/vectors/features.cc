@@ -43,6 +43,10 @@ const std::vector<FeatureInfo>& Features() {
       {"triggers", "0.12.0", "triggers.md",
        "when a decode step evicts: only past budget + slack (slack), or at "
        "every interval-th decode step (interval), then down to budget"},
+      {"blocks", "0.13.0", "blocks.md",
+       "whole blocks of positions evicted, as paged caches do: block (closed "
+       "blocks past budget go, the open one stays) and block_score (a "
+       "block's score: sum, mean, max)"},
   };
   return *features;
 }
@@ -83,6 +87,8 @@ const std::vector<ParameterInfo>& Parameters() {
       {"discard", "contextshift", "0.9.0"},
       {"slack", "triggers", "0.12.0"},
       {"interval", "triggers", "0.12.0"},
+      {"block", "blocks", "0.13.0"},
+      {"block_score", "blocks", "0.13.0"},
   };
   return *parameters;
 }
