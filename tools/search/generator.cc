@@ -157,6 +157,13 @@ int64_t ParameterValue(Draw& d, const ParameterInfo& p, const Plan& plan) {
     if (!d.P(15)) return 0;
     return d.Pick<int64_t>({1, 2, 3, b - 1, b, static_cast<int64_t>(d.U(2 * b + 2))});
   }
+  // spec/blocks.md: mostly 1 (left out, as a trigger at 0), else small
+  // blocks or one as large as the budget; KeepRelations makes the budget
+  // and the areas multiples of it.
+  if (n == "block") {
+    if (!d.P(15)) return 1;
+    return d.Pick<int64_t>({2, 2, 3, 4, 8, std::max<int64_t>(b, 1)});
+  }
   // prefill_only, normalize, protect_newest, window_budget, pooling,
   // window_reduce, and any later 0/1 switch: anywhere in range.
   const int64_t span = std::min<int64_t>(p.max - p.min, 1000);
@@ -245,6 +252,25 @@ void KeepRelations(Draw& d, const PolicyInfo& info, PolicyConfig& config) {
       if (Value(info, config, trigger).value_or(0) > 0) Set(config, trigger, 0);
     }
   }
+  // spec/blocks.md#rules: with a block above 1, the budget and the areas
+  // are multiples of it, and none of the rules that count or rank by
+  // positions is on.
+  const int64_t block = Value(info, config, "block").value_or(1);
+  if (block > 1) {
+    for (const char* name : {"ratio_ppm", "adaptive", "evict_at", "context_shift",
+                             "discard", "window_budget"}) {
+      if (Value(info, config, name).value_or(0) != 0) Set(config, name, 0);
+    }
+    Set(config, "budget", std::max<int64_t>(block, budget / block * block));
+    for (const char* name : {"recent_window", "sinks"}) {
+      const std::optional<int64_t> area = Value(info, config, name);
+      if (!area.has_value()) continue;
+      int64_t multiple = *area / block * block;
+      const int64_t rounded = Value(info, config, "budget").value_or(block);
+      if (multiple >= rounded) multiple = rounded - block;
+      if (multiple != *area) Set(config, name, multiple);
+    }
+  }
   const std::optional<int64_t> kernel = Value(info, config, "pool_kernel");
   if (kernel.has_value() && *kernel % 2 == 0) Set(config, "pool_kernel", *kernel + 1);
 }
@@ -264,6 +290,7 @@ PolicyConfig MakePolicyConfig(Draw& d, const std::string& name, const Plan& plan
     value = std::max<int64_t>(value, std::numeric_limits<int64_t>::min() + 1);
     // A trigger at 0 is left out: naming it would need the feature.
     if ((p.name == "slack" || p.name == "interval") && value == 0) continue;
+    if (p.name == "block" && value == 1) continue;
     config.parameters.push_back({p.name, value});
   }
   // The relations between parameters (each card's, and

@@ -3,6 +3,7 @@
 // header promises, and shrink moves that keep a scenario well-formed.
 #include "tools/search/generator.h"
 
+#include <cstdio>
 #include <map>
 #include <set>
 #include <string>
@@ -79,6 +80,9 @@ TEST(GeneratorTest, MostCasesAreAcceptedAndSomeRefused) {
       for (const StepRecord& set : step.sets) evicts = evicts || !set.victims.empty();
       if (evicts) {
         ++evicting[c.policy.name];
+        for (const Parameter& p : c.policy.parameters) {
+          if (p.name == "block" && p.value > 1) ++evicting["blocks"];
+        }
         break;
       }
     }
@@ -89,6 +93,10 @@ TEST(GeneratorTest, MostCasesAreAcceptedAndSomeRefused) {
     if (policy.name == "full") continue;
     EXPECT_GE(evicting[policy.name], 50) << policy.name << " cases that evict something";
   }
+  // spec/blocks.md: blocks above 1 are drawn, accepted and evict.
+  EXPECT_GE(evicting["blocks"], 100) << "cases with block above 1 that evict";
+  std::printf("%d of %d cases refused; %d evict with block above 1\n", refused, kCases,
+              evicting["blocks"]);
 }
 
 // A move changes the scenario's shape only as the spec allows: on a case

@@ -166,6 +166,52 @@ void AddBlockCases(SuiteBuilder& b) {
          P("h2o", {{"budget", 8}, {"recent_window", 0}, {"block", 4},
                    {"prefill_only", 1}}),
          "block-prompt-20-decode-16");
+  b.Case("blocks/streamingllm/prefill-only", {"block.size"},
+         "streamingllm budget 6, sinks 3, prefill_only 1, block 3: the prompt "
+         "of 20 keeps the sink block, the newest closed block and the open "
+         "block of two; decode steps evict nothing",
+         P("streamingllm", {{"budget", 6}, {"sinks", 3}, {"prefill_only", 1},
+                            {"block", 3}}),
+         "block-prompt-20-decode-16");
+  b.Case("blocks/h2o/heads-prefill-only-pairs", {"block.size", "heads.granularity"},
+         "h2o on 4 query heads, 2 KV heads, a kept set per KV head, budget 8, "
+         "recent_window 2, prefill_only 1, block 2: each set cuts its prompt "
+         "to its own pairs; decode steps evict nothing",
+         P("h2o", {{"budget", 8}, {"recent_window", 2}, {"granularity", 1},
+                   {"prefill_only", 1}, {"block", 2}}),
+         "block-prompt-20-decode-16-h4");
+  b.Case("blocks/h2o/heads-kv-head-pairs", {"block.size", "heads.granularity"},
+         "h2o on 4 query heads, 2 KV heads, a kept set per KV head, budget "
+         "16, recent_window 4, block 2: each set evicts its own pairs",
+         P("h2o", {{"budget", 16}, {"recent_window", 4}, {"block", 2},
+                   {"granularity", 1}}),
+         "block-heads-64");
+  // With the other features: a prefill chunk on a cache decode steps
+  // thinned, column totals, spans and position ids.
+  b.Case("blocks/h2o/second-chunk", {"block.size"},
+         "h2o budget 16, recent_window 4, block 4 on a prompt of 32, 8 decode "
+         "steps and a chunk of 16 with its rows: the chunk's step evicts "
+         "whole blocks of a cache the decode steps thinned",
+         P("h2o", {{"budget", 16}, {"recent_window", 4}, {"block", 4}}),
+         "prefill-second-chunk");
+  b.Case("blocks/h2o/totals", {"block.size"},
+         "h2o budget 24, recent_window 4, block 4 on a 64-position prompt's "
+         "column totals and its last row, then 16 decode steps",
+         P("h2o", {{"budget", 24}, {"recent_window", 4}, {"block", 4}}),
+         "totals-64-decode-16");
+  b.Case("blocks/window/spans-cache-relative", {"block.size"},
+         "window budget 4, block 2, spans 1, span_window 4, position_ids 1: "
+         "each step's held set, spans and ids after evicting whole pairs",
+         P("window", {{"budget", 4}, {"spans", 1}, {"span_window", 4},
+                      {"position_ids", 1}, {"block", 2}}),
+         "block-decode-12");
+  b.Case("blocks/streamingllm/spans-cache-relative", {"block.size"},
+         "streamingllm budget 6, sinks 2, block 2, spans 1, position_ids 1 on "
+         "12 decode steps: each step's held set and ids as whole pairs after "
+         "the sinks leave",
+         P("streamingllm", {{"budget", 6}, {"sinks", 2}, {"spans", 1},
+                            {"position_ids", 1}, {"block", 2}}),
+         "block-decode-12");
   // Refusals (spec/blocks.md#rules).
   b.Case("window/refusal/block-budget", {"refusal.invalid-parameter"},
          "budget 6 is not a multiple of block 4",
