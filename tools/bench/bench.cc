@@ -37,6 +37,7 @@
 #include "tools/bench/prefill.h"
 #include "tools/bench/scale.h"
 #include "tools/bench/speed.h"
+#include "tools/bench/blocks.h"
 #include "tools/bench/triggers.h"
 #include "tools/vectors/markdown_block.h"
 
@@ -49,7 +50,9 @@ ABSL_FLAG(std::vector<std::string>, sections,
           "unless asked), prefill, engines (the memory of engines' retention "
           "rules at equal spans, spec/spans.md#presets; not run unless "
           "asked), triggers (bulk eviction against every step at equal peak "
-          "memory, spec/triggers.md; not run unless asked).");
+          "memory, spec/triggers.md; not run unless asked), blocks (whole "
+          "blocks against one position at a time at equal peak memory, "
+          "spec/blocks.md; not run unless asked).");
 ABSL_FLAG(bool, check, false,
           "Compute the figures and compare each card's generated block and "
           "each plot with them; exit 1 if any differs. Writes nothing.");
@@ -305,10 +308,10 @@ int Main(const std::string& program) {
   const std::set<std::string> sections(list.begin(), list.end());
   for (const std::string& s : sections) {
     if (s != "figures" && s != "speed" && s != "scale" && s != "heads" &&
-        s != "prefill" && s != "engines" && s != "triggers") {
+        s != "prefill" && s != "engines" && s != "triggers" && s != "blocks") {
       std::fprintf(stderr,
                    "--sections: unknown section '%s' (figures, speed, scale, "
-                   "heads, prefill, engines, triggers)\n",
+                   "heads, prefill, engines, triggers, blocks)\n",
                    s.c_str());
       return 2;
     }
@@ -447,6 +450,15 @@ int Main(const std::string& program) {
       return 2;
     }
     report += (report.empty() ? "" : "\n") + TriggersMarkdown(TriggersConfig{}, *runs);
+  }
+  if (sections.count("blocks")) {
+    // spec/blocks.md: whole blocks against one position, at equal peak.
+    absl::StatusOr<std::vector<BlockRun>> runs = MeasureBlocks(BlocksConfig{});
+    if (!runs.ok()) {
+      std::fprintf(stderr, "%s\n", runs.status().ToString().c_str());
+      return 2;
+    }
+    report += (report.empty() ? "" : "\n") + BlocksMarkdown(BlocksConfig{}, *runs);
   }
   if (sections.count("engines")) {
     // Gemma 2/3 and Mistral's window, 32K prompt; the chunk sizes are
