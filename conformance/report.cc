@@ -168,6 +168,10 @@ std::string TextReport(const RunReport& report, const Verdict& verdict) {
     text += absl::StrFormat("features this runner does not know: %s\n",
                             absl::StrJoin(report.unknown_features, ", "));
   }
+  if (!report.cut_compared) {
+    text += "cuts: not asked for and not compared (--nocut): a pass here says "
+            "nothing of the scores a port ranks by\n";
+  }
   text += "\n";
   const auto table = [&text](const std::string& label,
                              const std::map<std::string, Counts>& rows) {
@@ -270,10 +274,10 @@ std::string JsonSummary(const RunReport& report, const Verdict& verdict) {
                           Json(report.hello.language()));
   json += absl::StrFormat(
       "  \"suite_spec_version\": %s,\n  \"spec_version\": %s,\n"
-      "  \"features\": %s,\n  \"features_source\": %s,\n",
+      "  \"features\": %s,\n  \"features_source\": %s,\n  \"cut_compared\": %s,\n",
       Json(report.suite_spec_version), Json(report.hello.spec_version()),
       JsonList({report.port_features.begin(), report.port_features.end()}),
-      Json(report.features_source));
+      Json(report.features_source), report.cut_compared ? "true" : "false");
   json += absl::StrFormat(
       "  \"passed\": %d,\n  \"failed\": %d,\n  \"skipped\": %d,\n  \"not_run\": %d,\n"
       "  \"excluded\": %d,\n  \"unexpected\": %d,\n  \"require_all\": %s,\n"

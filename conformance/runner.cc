@@ -367,15 +367,24 @@ Outcome CompareLogs(const kvspec::v1::EvictionLog& expected,
   return Outcome::kMismatch;
 }
 
-std::string RequestPayload(const vectors::LoadedCase& loaded, uint64_t seq) {
+std::string RequestPayload(const vectors::LoadedCase& loaded, uint64_t seq,
+                           bool want_cut) {
   v1::RunnerMessage message;
   v1::Request* request = message.mutable_request();
   request->set_seq(seq);
   request->set_case_id(loaded.vector->id());
   *request->mutable_policy() = loaded.vector->policy();
   *request->mutable_scenario() = *loaded.scenario;
-  request->set_want_cut(true);
+  request->set_want_cut(want_cut);
   return message.SerializeAsString();
+}
+
+kvspec::v1::EvictionLog WithoutCuts(kvspec::v1::EvictionLog log) {
+  for (kvspec::v1::StepResult& step : *log.mutable_steps()) {
+    step.clear_cut();
+    for (kvspec::v1::StepResult& set : *step.mutable_sets()) set.clear_cut();
+  }
+  return log;
 }
 
 namespace {
@@ -461,7 +470,8 @@ class Session {
                     "the port wrote to stdout out of turn before this case");
     }
     const uint64_t seq = ++seq_;
-    switch (port_->Send(RequestPayload(loaded, seq), options_.timeout_seconds)) {
+    switch (port_->Send(RequestPayload(loaded, seq, options_.compare_cut),
+                        options_.timeout_seconds)) {
       case PortProcess::Sent::kSent:
         break;
       case PortProcess::Sent::kClosed:
@@ -512,9 +522,15 @@ class Session {
     switch (response.result_case()) {
       case v1::Response::kLog: {
         Divergence divergence;
-        report.outcome = CompareLogs(loaded.vector->expected(), response.log(),
-                                     replay, report.detail, &divergence,
-                                     compare_subjects_);
+        // --nocut: both sides without cuts (a port asked for none may
+        // still send some; they are not judged either).
+        report.outcome =
+            options_.compare_cut
+                ? CompareLogs(loaded.vector->expected(), response.log(), replay,
+                              report.detail, &divergence, compare_subjects_)
+                : CompareLogs(WithoutCuts(loaded.vector->expected()),
+                              WithoutCuts(response.log()), replay, report.detail,
+                              &divergence, compare_subjects_);
         if (report.outcome == Outcome::kPass) {
           report.replay.clear();
         } else {
@@ -599,6 +615,7 @@ absl::StatusOr<RunReport> RunConformance(const vectors::VectorSet& set,
                                          const RunnerOptions& options) {
   RunReport report;
   report.suite_spec_version = set.manifest.spec_version();
+  report.cut_compared = options.compare_cut;
   std::vector<const vectors::LoadedCase*> selected;
   for (const vectors::LoadedCase& c : set.cases) {
     const std::string& id = c.vector->id();

@@ -71,6 +71,12 @@ struct RunnerOptions {
   // Every case the port cannot run (kNotRun) is a failure
   // (spec/protocol.md#features). The bundled ports run with it.
   bool require_all = false;
+  // Ask for and compare each score-based eviction's cut
+  // (spec/protocol.md#outcomes). false (--nocut): requests carry
+  // `want_cut` false and logs are compared with every cut left out, for an
+  // engine adapter whose engine computes no ranking it could report
+  // (conformance/engines/README.md); the reports say so.
+  bool compare_cut = true;
   // Called after each case (progress reports).
   std::function<void(size_t done, size_t total)> progress;
 };
@@ -134,6 +140,8 @@ struct RunReport {
   std::set<std::string> port_features;
   std::string features_source;
   std::vector<std::string> unknown_features;
+  // RunnerOptions::compare_cut: false when the run left cuts out (--nocut).
+  bool cut_compared = true;
   // Wall time of the whole run, port start-up included.
   double seconds = 0.0;
   std::vector<CaseReport> cases;
@@ -187,7 +195,12 @@ absl::StatusOr<RunReport> RunConformance(const vectors::VectorSet& set,
 
 // The request frame payload the runner would send for `loaded` (with
 // sequence number 1), for --dump.
-std::string RequestPayload(const vectors::LoadedCase& loaded, uint64_t seq);
+std::string RequestPayload(const vectors::LoadedCase& loaded, uint64_t seq,
+                           bool want_cut = true);
+
+// `log` with every cut left out (each step's, each kept set's): what a log
+// is compared as when cuts are not (RunnerOptions::compare_cut false).
+kvspec::v1::EvictionLog WithoutCuts(kvspec::v1::EvictionLog log);
 
 }  // namespace conformance
 }  // namespace kvspec

@@ -56,6 +56,11 @@ ABSL_FLAG(bool, require_all, false,
           "Every case the port cannot run (a feature it does not declare, or "
           "an outcome set after its spec version) is a failure, not 'not "
           "run'. The bundled ports run with it.");
+ABSL_FLAG(bool, cut, true,
+          "Ask the port for each score-based eviction's cut and compare it. "
+          "--nocut: ask for none and compare logs with every cut left out, "
+          "for an engine adapter whose engine ranks nothing it could report "
+          "(conformance/engines/README.md); the reports say so.");
 ABSL_FLAG(std::string, junit, "", "Also write a JUnit XML report to this file.");
 ABSL_FLAG(std::string, json, "", "Also write a JSON summary to this file.");
 ABSL_FLAG(std::string, decode, "",
@@ -209,6 +214,7 @@ int Main() {
     return 2;
   }
   options.require_all = absl::GetFlag(FLAGS_require_all);
+  options.compare_cut = absl::GetFlag(FLAGS_cut);
   options.shard_total = std::max(1, EnvInt("TEST_TOTAL_SHARDS", 1));
   options.shard_index = EnvInt("TEST_SHARD_INDEX", 0);
   if (const char* status_file = std::getenv("TEST_SHARD_STATUS_FILE")) {

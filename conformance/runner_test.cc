@@ -227,6 +227,46 @@ TEST(Runner, AMismatchShowsTheCutWithExactScores) {
       << report->cases[0].detail;
 }
 
+// --nocut (RunnerOptions::compare_cut false): requests ask for no cut and
+// logs are compared without cuts, for engines that rank nothing they could
+// report; everything else is still compared, and the reports say so.
+TEST(Runner, WithoutCutsAPortIsJudgedOnEverythingElse) {
+  constexpr char kScored[] = "tova/ties/equal-latest-evict-lower";
+  const auto run = [&](const std::string& mode, bool compare_cut) {
+    RunnerOptions options = Fake(mode, kScored, kScored);
+    options.compare_cut = compare_cut;
+    auto report = RunConformance(Vectors(), options);
+    EXPECT_TRUE(report.ok()) << report.status();
+    return *std::move(report);
+  };
+  // A log without its cut is a mismatch when cuts are compared ...
+  RunReport dropped = run("drop_cuts", true);
+  ASSERT_EQ(dropped.cases.size(), 1u);
+  EXPECT_EQ(dropped.cases[0].outcome, Outcome::kMismatch);
+  EXPECT_TRUE(dropped.cut_compared);
+  // ... and a pass when they are not.
+  dropped = run("drop_cuts", false);
+  ASSERT_EQ(dropped.cases.size(), 1u);
+  EXPECT_EQ(dropped.cases[0].outcome, Outcome::kPass) << dropped.cases[0].detail;
+  EXPECT_FALSE(dropped.cut_compared);
+  const Verdict verdict = Judge(dropped, {}, false);
+  EXPECT_NE(TextReport(dropped, verdict).find("cuts: not asked for and not compared"),
+            std::string::npos);
+  EXPECT_NE(JsonSummary(dropped, verdict).find("\"cut_compared\": false"),
+            std::string::npos);
+  // Wrong victims still fail.
+  const RunReport wrong = run("wrong_victims", false);
+  ASSERT_EQ(wrong.cases.size(), 1u);
+  EXPECT_EQ(wrong.cases[0].outcome, Outcome::kMismatch);
+  // The request says want_cut false (the fake errs on it), true otherwise.
+  EXPECT_EQ(run("error_unless_cut_wanted", false).cases[0].outcome, Outcome::kError);
+  EXPECT_EQ(run("error_unless_cut_wanted", true).cases[0].outcome, Outcome::kPass);
+  // The reports of a run with cuts say nothing about them.
+  const RunReport full = run("error_unless_cut_wanted", true);
+  EXPECT_EQ(TextReport(full, Judge(full, {}, false)).find("cuts:"),
+            std::string::npos);
+}
+
 // spec/spans.md#the-log: spans and held sets are compared, and the report
 // names the first differing query and both held sets with their ids.
 TEST(Runner, AMismatchInSpansOrPositionIdsIsReported) {

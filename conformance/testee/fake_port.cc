@@ -208,6 +208,17 @@ int main(int argc, char** argv) {
         subject->clear_names();
         subject->add_names(name);
       }
+    } else if (mode == "drop_cuts") {
+      // An engine that ranks nothing it could report: no cut anywhere.
+      for (auto& step : *response->mutable_log()->mutable_steps()) {
+        step.clear_cut();
+        for (auto& set : *step.mutable_sets()) set.clear_cut();
+      }
+    } else if (mode == "error_unless_cut_wanted") {
+      // Shows what the request asked: an error when want_cut is false.
+      if (!message.request().want_cut()) {
+        response->mutable_error()->set_message("fake port: asked for no cut");
+      }
     } else if (mode == "accept_all") {
       response->mutable_log()->clear_rejection();
     } else if (mode == "reject_all") {
