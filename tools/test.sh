@@ -111,6 +111,10 @@ extra+=("$(grep -E '^kvpress-decoding-selftest: [0-9]+ passed, [0-9]+ failed' "$
 [[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-decoding-selftest: 0 passed, 1 failed (no closing line)'
 extra+=("$(grep -E '^kvpress-decoding: [0-9]+ passed, [0-9]+ failed' "$kvpress" | tail -1 || true)")
 [[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-decoding: 0 passed, 1 failed (no closing line)'
+extra+=("$(grep -E '^kvpress-decoding-model-selftest: [0-9]+ passed, [0-9]+ failed' "$kvpress" | tail -1 || true)")
+[[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-decoding-model-selftest: 0 passed, 1 failed (no closing line)'
+extra+=("$(grep -E '^kvpress-decoding-model: [0-9]+ passed, [0-9]+ failed' "$kvpress" | tail -1 || true)")
+[[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-decoding-model: 0 passed, 1 failed (no closing line)'
 for engine in transformers mlx-lm; do
   extra+=("$(grep -E "^$engine-adapter: [0-9]+ passed, [0-9]+ failed" "$engines" | tail -1 || true)")
   [[ -n "${extra[-1]}" ]] || extra[-1]="$engine-adapter: 0 passed, 1 failed (no closing line)"

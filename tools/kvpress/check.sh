@@ -6,11 +6,16 @@
 # the same model's attention (tools/kvpress/model_check.py --check, after its
 # self-test; disagreements in tools/kvpress/model_disagreements.txt), and
 # DecodingPress on the vectors of tova's kvpress-0.5.5-decoding preset
-# (tools/kvpress/decoding_check.py, tools/kvpress/decoding_disagreements.txt). Prints
+# (tools/kvpress/decoding_check.py, tools/kvpress/decoding_disagreements.txt),
+# and DecodingPress(TOVAPress) inside the same tiny model's decoding loop
+# against kvspec fed that run's attention rows, compared at every decode step
+# (tools/kvpress/decoding_model_check.py,
+# tools/kvpress/decoding_model_disagreements.txt). Prints
 # "kvpress-selftest: N passed, M failed", "kvpress: N passed, M failed",
 # "kvpress-model-selftest: ...", "kvpress-model: ...",
-# "kvpress-decoding-selftest: ..." and "kvpress-decoding: ..." for
-# tools/test_summary.py; exits non-zero on any failure.
+# "kvpress-decoding-selftest: ...", "kvpress-decoding: ...",
+# "kvpress-decoding-model-selftest: ..." and "kvpress-decoding-model: ..."
+# for tools/test_summary.py; exits non-zero on any failure.
 #
 #   tools/kvpress/check.sh [--check|--write|--table]   (default --check)
 set -uo pipefail
@@ -27,6 +32,8 @@ if [[ ! -x "$python" ]]; then
     echo "kvpress-model: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh)"
     echo "kvpress-decoding-selftest: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh)"
     echo "kvpress-decoding: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh)"
+    echo "kvpress-decoding-model-selftest: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh)"
+    echo "kvpress-decoding-model: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh)"
   fi
   exit 1
 fi
@@ -46,5 +53,10 @@ if [[ "$mode" != --table ]]; then
     "$python" tools/kvpress/decoding_check.py --selftest || status=1
   fi
   "$python" tools/kvpress/decoding_check.py "$mode" || status=1
+  # The same DecodingPress inside the tiny model's decoding loop.
+  if [[ "$mode" == --check ]]; then
+    "$python" tools/kvpress/decoding_model_check.py --selftest || status=1
+  fi
+  "$python" tools/kvpress/decoding_model_check.py "$mode" || status=1
 fi
 exit $status
