@@ -31,6 +31,17 @@ void AddBlockScenarios(SuiteBuilder& b) {
   b.Add(TracePrompt("block-prompt-20-decode-16-h4", 20, 8, 16, 4, 2,
                     2026120603));
   b.Add(Traced("block-canonical-80", CanonicalTrace(80)));
+  // One position a step, every row's weight on position 0: later blocks
+  // all sum to 0 (OpenVINO GenAI's decode loop, where its adapter runs).
+  {
+    std::vector<ScenarioStep> steps = {Null()};
+    for (uint32_t t = 1; t < 12; ++t) {
+      Row row(t, 0.0f);
+      row[0] = 1.0f;
+      steps.push_back(WithRow(std::move(row)));
+    }
+    b.Add(Explicit("block-first-heavy-12", std::move(steps)));
+  }
 }
 
 void AddBlockCases(SuiteBuilder& b) {
@@ -211,6 +222,22 @@ void AddBlockCases(SuiteBuilder& b) {
          "the sinks leave",
          P("streamingllm", {{"budget", 6}, {"sinks", 2}, {"spans", 1},
                             {"position_ids", 1}, {"block", 2}}),
+         "block-decode-12");
+  // Decode steps shaped for OpenVINO GenAI's adapter (one position a step,
+  // budget above one block plus the recent area): equal block sums evict
+  // the older block; with no weight anywhere the first block goes, which
+  // GenAI's start area keeps (conformance/engines/openvino-genai).
+  b.Case("blocks/ties/decode-equal-sums-evict-older", {"block.size"},
+         "h2o budget 6, recent_window 2, block 2, every row's weight on 0: "
+         "the blocks after the first sum to 0 and tie; the older goes, "
+         "(2, 3) at step 7, then (4, 5), ...",
+         P("h2o", {{"budget", 6}, {"recent_window", 2}, {"block", 2}}),
+         "block-first-heavy-12");
+  b.Case("blocks/h2o/null-rows-first-block", {"block.size"},
+         "h2o budget 6, recent_window 2, block 2 with null attention: every "
+         "block sums to 0 and the oldest goes, the first block (0, 1) at "
+         "step 7",
+         P("h2o", {{"budget", 6}, {"recent_window", 2}, {"block", 2}}),
          "block-decode-12");
   // Refusals (spec/blocks.md#rules).
   b.Case("window/refusal/block-budget", {"refusal.invalid-parameter"},
