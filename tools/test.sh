@@ -123,6 +123,10 @@ done
 # not in CI); otherwise its check says so in a "not run (...)" line.
 extra+=("$(grep -E '^llama\.cpp-adapter: ([0-9]+ passed, [0-9]+ failed|not run \()' "$engines" | tail -1 || true)")
 [[ -n "${extra[-1]}" ]] || extra[-1]='llama.cpp-adapter: 0 passed, 1 failed (no closing line)'
+# OpenVINO GenAI: run where its setup.sh has compiled GenAI's cache eviction
+# from a GenAI checkout (not in CI); otherwise "not run (...)".
+extra+=("$(grep -E '^openvino-genai-adapter: ([0-9]+ passed, [0-9]+ failed|not run \()' "$engines" | tail -1 || true)")
+[[ -n "${extra[-1]}" ]] || extra[-1]='openvino-genai-adapter: 0 passed, 1 failed (no closing line)'
 echo "| stage | wall time |"
 echo "| --- | ---: |"
 for i in "${!stage_names[@]}"; do

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Usage: check_adapter.sh NAME PORT EXPECTATIONS
+# Usage: check_adapter.sh NAME PORT EXPECTATIONS [RUNNER_FLAG ...]
 # The shared tail of every conformance/engines/<engine>/check.sh (which does
 # its own precondition checks first, then execs this): builds the
 # conformance runner, runs every vector against the adapter's launcher PORT
@@ -20,10 +20,13 @@
 #   does not declare).
 # Exit status: 0 when F is 0, else 1.
 set -uo pipefail
-if [[ $# -ne 3 ]]; then
-  echo "usage: $0 NAME PORT EXPECTATIONS" >&2; exit 2
+if [[ $# -lt 3 ]]; then
+  echo "usage: $0 NAME PORT EXPECTATIONS [RUNNER_FLAG ...]" >&2; exit 2
 fi
 name=$1 port=$2 expectations=$3
+# Further arguments go to the runner as they are (openvino-genai: --nocut).
+shift 3
+runner_flags=("$@")
 cd "$(dirname "$0")/../../.." || exit 1
 build_log="$(mktemp)"
 if ! bazel build //conformance:runner 2>"$build_log"; then
@@ -35,7 +38,7 @@ runner="$(bazel info bazel-bin 2>/dev/null)/conformance/runner"
 json="$(mktemp)"
 trap 'rm -f "$json"' EXIT
 out="$("$runner" --vectors=vectors --port="$port" --expectations="$expectations" \
-  --json="$json" 2>&1)"
+  --json="$json" "${runner_flags[@]}" 2>&1)"
 code=$?
 # "N cases, N excluded; E failures expected ..., U unexpected outcomes; ..."
 summary="$(echo "$out" | grep -E '^[0-9]+ cases, ' | tail -1)"

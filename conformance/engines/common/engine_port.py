@@ -154,6 +154,10 @@ class Port:
             resp.log.rejection.category = kpb.UNKNOWN_POLICY
             resp.log.rejection.step = -1
             resp.log.rejection.message = self.unknown_message(req.policy.name)
+            # spec/harness.md#subjects (compared for ports of 0.11.0 on):
+            # an unknown policy name.
+            resp.log.rejection.subject.check = "unknown"
+            resp.log.rejection.subject.names.append("name")
             return out
         try:
             resp.log.CopyFrom(self.run_case(req))
