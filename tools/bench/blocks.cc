@@ -1,6 +1,5 @@
 #include "tools/bench/blocks.h"
 
-#include <algorithm>
 #include <memory>
 
 #include "absl/strings/str_format.h"
@@ -34,20 +33,10 @@ absl::StatusOr<BlockRun> Run(const PolicyConfig& policy, uint32_t block,
   run.mean = r->mean;
   run.victims = r->victims;
   run.victims_per_step = r->victims_per_step;
-  // Kept after step t: t + 1 admitted less every victim so far.
-  uint64_t kept = 0, evictions = 0, victims = 0;
-  for (size_t t = 0; t < r->victims_per_step.size(); ++t) {
-    kept = kept + 1 - r->victims_per_step[t];
-    run.peak_kept = std::max<uint32_t>(run.peak_kept, static_cast<uint32_t>(kept));
-    if (t >= from && r->victims_per_step[t] > 0) {
-      ++evictions;
-      victims += r->victims_per_step[t];
-    }
-  }
-  const double measured = static_cast<double>(trace.steps - from);
-  run.evictions_per_1000 = 1000.0 * static_cast<double>(evictions) / measured;
-  run.victims_per_eviction =
-      evictions == 0 ? 0.0 : static_cast<double>(victims) / static_cast<double>(evictions);
+  const EvictionWork work = CountEvictionWork(*r, from, trace.steps);
+  run.peak_kept = work.peak_kept;
+  run.evictions_per_1000 = work.evictions_per_1000;
+  run.victims_per_eviction = work.victims_per_eviction;
   return run;
 }
 

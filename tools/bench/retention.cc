@@ -1,5 +1,7 @@
 #include "tools/bench/retention.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_format.h"
 
 namespace kvspec {
@@ -16,6 +18,26 @@ absl::Status CheckMeasuredSteps(size_t row_sums, uint32_t from) {
         "from must be below the number of steps (%d), got %d", row_sums, from));
   }
   return absl::OkStatus();
+}
+
+EvictionWork CountEvictionWork(const Retention& run, uint32_t from,
+                               uint32_t steps) {
+  EvictionWork work;
+  // Kept after step t: t + 1 admitted less every victim so far.
+  uint64_t kept = 0, evictions = 0, victims = 0;
+  for (size_t t = 0; t < run.victims_per_step.size(); ++t) {
+    kept = kept + 1 - run.victims_per_step[t];
+    work.peak_kept = std::max<uint32_t>(work.peak_kept, static_cast<uint32_t>(kept));
+    if (t >= from && run.victims_per_step[t] > 0) {
+      ++evictions;
+      victims += run.victims_per_step[t];
+    }
+  }
+  const double measured = static_cast<double>(steps - from);
+  work.evictions_per_1000 = 1000.0 * static_cast<double>(evictions) / measured;
+  work.victims_per_eviction =
+      evictions == 0 ? 0.0 : static_cast<double>(victims) / static_cast<double>(evictions);
+  return work;
 }
 
 absl::StatusOr<std::vector<double>> TraceRowSums(const TraceConfig& config) {

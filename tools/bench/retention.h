@@ -76,6 +76,18 @@ absl::StatusOr<Retention> MeasureRows(Policy& policy, Rows& rows,
                                       absl::Span<const double> row_sums,
                                       uint32_t from);
 
+// The eviction work of a run (the blocks and triggers sections): the most
+// positions kept after any step (each step admits one), and over the steps
+// `from` .. `steps` - 1 how many evict, per 1,000 steps, and how many
+// positions an evicting step removes on average (0 when none evicts).
+struct EvictionWork {
+  uint32_t peak_kept = 0;
+  double evictions_per_1000 = 0.0;
+  double victims_per_eviction = 0.0;
+};
+EvictionWork CountEvictionWork(const Retention& run, uint32_t from,
+                               uint32_t steps);
+
 // Both of the above on the trace `config` describes.
 absl::StatusOr<std::vector<double>> TraceRowSums(const TraceConfig& config);
 absl::StatusOr<Retention> MeasureTrace(Policy& policy,

@@ -196,6 +196,24 @@ TEST(MeasureTrace, RefusesABadTrace) {
   EXPECT_FALSE(TraceRowSums(trace).ok());
 }
 
+// Six steps, each admitting one position; victims 2 at step 2 and 1 at
+// step 4. Kept after each step: 1, 2, 1, 2, 2, 3, so the peak is 3. From
+// step 2, four steps are measured and two of them evict: 500 per 1,000,
+// (2 + 1) / 2 = 1.5 positions each.
+TEST(CountEvictionWork, CountsByHand) {
+  Retention run;
+  run.victims_per_step = {0, 0, 2, 0, 1, 0};
+  const EvictionWork work = CountEvictionWork(run, /*from=*/2, /*steps=*/6);
+  EXPECT_EQ(work.peak_kept, 3u);
+  EXPECT_EQ(work.evictions_per_1000, 500.0);
+  EXPECT_EQ(work.victims_per_eviction, 1.5);
+  // From step 5 nothing is evicted: 0 evictions, 0 positions each.
+  const EvictionWork none = CountEvictionWork(run, /*from=*/5, /*steps=*/6);
+  EXPECT_EQ(none.evictions_per_1000, 0.0);
+  EXPECT_EQ(none.victims_per_eviction, 0.0);
+  EXPECT_EQ(none.peak_kept, 3u);
+}
+
 }  // namespace
 }  // namespace bench
 }  // namespace kvspec
