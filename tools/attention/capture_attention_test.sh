@@ -12,7 +12,9 @@
 # prefill scenario and run with the kvpress presets; and the refusals.
 # Then a chunked prefill (--prefill_chunk 256) of the same prompt: each
 # chunk's rows checked the same way, the last chunk's against the window's,
-# imported as one prefill step per chunk and run by simulate.
+# imported as one prefill step per chunk and run by simulate. And
+# tools/bench/captured_blocks.py on one layer's matrix, window's figures
+# checked against its rule.
 #
 # Needs a Python with torch, transformers and safetensors:
 # $KVSPEC_CAPTURE_PYTHON, else tools/.venv-torch/bin/python in the
@@ -24,6 +26,7 @@ SIMULATE="$RUNFILES/tools/simulate/simulate"
 IMPORT="$RUNFILES/tools/attention/import_attention"
 CAPTURE="$RUNFILES/tools/attention/capture_attention.py"
 REPORT="$RUNFILES/tools/attention/attention_report.py"
+BLOCKS="$RUNFILES/tools/bench/captured_blocks.py"
 TMP="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
@@ -605,6 +608,49 @@ PYEOF
 [[ $? -eq 1 ]] && grep -q "h2o reads column totals" "$TMP/report-h2o-sdpa.out" \
   && [[ ! -e "$TMP/report-h2o-sdpa/capture.safetensors" ]] \
   || fail "attention_report --policies h2o --attention sdpa: $(cat "$TMP/report-h2o-sdpa.out")"
+
+# --- tools/bench/captured_blocks.py: blocks against positions on captured rows ---
+# Layer 1 of the 600-token prompt, peak 64, blocks of 1 and 8, measured from
+# step 100. window's kept set is derived here from its rule, not from
+# simulate: with block 1 the last 64 positions before step t; with block 8
+# the budget is 56 (the largest multiple of 8 with budget + 7 <= 64) and
+# before step t (t positions admitted) it keeps the last 56 + t mod 8; a
+# block closes at every step t with (t + 1) mod 8 == 0, and only then does
+# it evict 8.
+"$PYTHON" "$BLOCKS" --model "$TMP/model" --token_ids "$TMP/ids.txt" \
+  --layers 1 --peak 64 --sizes 1,8 --policies window,h2o --from 100 \
+  --out "$TMP/cblocks" --import_attention "$IMPORT" --simulate "$SIMULATE" \
+  >"$TMP/cblocks.out" 2>&1 || fail "captured_blocks exited $?: $(tail -5 "$TMP/cblocks.out")"
+"$PYTHON" - "$TMP/cblocks" <<'PYEOF' || fail "captured_blocks's figures"
+import json, sys, numpy as np
+from safetensors import safe_open
+out = sys.argv[1]
+data = json.load(open(f"{out}/blocks.json"))
+assert data["tokens"] == 600 and data["from"] == 100, data
+rows = safe_open(f"{out}/capture.safetensors", "np").get_tensor("layer.1")
+results = {(r["policy"], r["block"], r["block_score"]): r for r in data["results"]}
+assert sorted(results) == [("h2o", 1, ""), ("h2o", 8, "max"), ("h2o", 8, "sum"),
+                           ("window", 1, ""), ("window", 8, "")], sorted(results)
+for block, keep in ((1, lambda t: 64), (8, lambda t: 56 + t % 8)):
+    r = results[("window", block, "")]
+    for h in range(4):
+        shares = [rows[h, t, t - keep(t):t].astype(np.float64).sum()
+                  / rows[h, t, :t].astype(np.float64).sum() for t in range(100, 600)]
+        assert abs(r["per_head"][h] - np.mean(shares)) < 1e-12, (block, h, r["per_head"][h])
+    evicting = 500 if block == 1 else len([t for t in range(100, 600) if (t + 1) % 8 == 0])
+    assert r["evictions_per_1000"] == 1000.0 * evicting / 500, r
+    assert r["victims_per_eviction"] == block and r["peak_kept"] == (64 if block == 1 else 63), r
+for r in data["results"]:
+    assert all(0.0 <= v <= 1.0 for v in r["per_head"]) and r["worst"] == min(r["per_head"]), r
+    assert r["peak_kept"] <= 64 and r["kept_sets"] == (1 if r["policy"] == "window" else 2), r
+assert open(f"{out}/blocks.md").read().count("\n| ") == 2 + 5 + 2 + 2
+print("captured_blocks: window's figures as its rule gives them, 5 rows")
+PYEOF
+"$PYTHON" "$BLOCKS" --model "$TMP/model" --token_ids "$TMP/ids.txt" \
+  --policies window,nope --out "$TMP/cblocks-bad" \
+  --import_attention "$IMPORT" --simulate "$SIMULATE" >"$TMP/cblocks-bad.out" 2>&1
+[[ $? -eq 1 ]] && grep -q "policies: 'nope'" "$TMP/cblocks-bad.out" \
+  || fail "captured_blocks --policies nope: $(cat "$TMP/cblocks-bad.out")"
 
 # --- Column totals (--totals, spec/prefill.md#column-totals) ---
 # The 600-token prompt's two layers again, the window of 40 and the totals
