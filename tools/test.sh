@@ -20,13 +20,15 @@
 # (conformance/engines/*/check.sh: transformers 5.2.0 and mlx-lm 0.32.2
 # driven through the runner, every deviation listed in their expectation
 # files; llama.cpp's only when its setup.sh was run, else "not run"), and
+# then tools/docs/check_links.py (every relative link of the Markdown
+# files leads to a file and heading that exist), and
 # ends with one line, "tests: N passed, N failed", counting test cases
 # (GoogleTest cases, one per shell test target, one per determinism
 # configuration, one per fuzz target that found nothing, unit tests and
 # conformance cases of each port, search
 # cases that agreed and blind-spot mutants the search found, one per old
 # port and per recipe, the kvpress check's self-test checks and vector
-# cases, the cases each engine adapter passed).
+# cases, the cases each engine adapter passed, one per link checked).
 #
 #   tools/test.sh [extra bazel test flags]
 set -uo pipefail
@@ -62,7 +64,8 @@ recipes="$(mktemp)"
 search="$(mktemp)"
 kvpress="$(mktemp)"
 engines="$(mktemp)"
-trap 'rm -f "$log" "$setup_log" "$determinism" "$fuzz" "$ports" "$old" "$recipes" "$search" "$kvpress" "$engines"' EXIT
+docs="$(mktemp)"
+trap 'rm -f "$log" "$setup_log" "$determinism" "$fuzz" "$ports" "$old" "$recipes" "$search" "$kvpress" "$engines" "$docs"' EXIT
 if ! stage setup-tests "$setup_log" tools/setup.sh --tests; then
   echo "tests: 0 passed, 1 failed (tools/setup.sh --tests failed)"
   exit 1
@@ -88,6 +91,9 @@ for check in conformance/engines/*/check.sh; do
   engine="$(basename "$(dirname "$check")")"
   stage "engine-$engine" "$engines" "$check" || engines_status=1
 done
+stage docs "$docs" bash -c 'python3 tools/docs/check_links.py --selftest; a=$?
+  python3 tools/docs/check_links.py; exit $((a | $?))'
+docs_status=$?
 extra=("$(grep '^determinism:' "$determinism" || echo 'determinism: 0 passed, 1 failed')")
 extra+=("$(grep -E '^fuzz: [0-9]+ passed, [0-9]+ failed' "$fuzz" | tail -1 || true)")
 [[ -n "${extra[-1]}" ]] || extra[-1]='fuzz: 0 passed, 1 failed (no closing line)'
@@ -127,6 +133,10 @@ extra+=("$(grep -E '^llama\.cpp-adapter: ([0-9]+ passed, [0-9]+ failed|not run \
 # from a GenAI checkout (not in CI); otherwise "not run (...)".
 extra+=("$(grep -E '^openvino-genai-adapter: ([0-9]+ passed, [0-9]+ failed|not run \()' "$engines" | tail -1 || true)")
 [[ -n "${extra[-1]}" ]] || extra[-1]='openvino-genai-adapter: 0 passed, 1 failed (no closing line)'
+for name in docs-links-selftest docs-links; do
+  extra+=("$(grep -E "^$name: [0-9]+ passed, [0-9]+ failed" "$docs" | tail -1 || true)")
+  [[ -n "${extra[-1]}" ]] || extra[-1]="$name: 0 passed, 1 failed (no closing line)"
+done
 echo "| stage | wall time |"
 echo "| --- | ---: |"
 for i in "${!stage_names[@]}"; do
@@ -139,4 +149,5 @@ python3 tools/test_summary.py "$log" "$(bazel info bazel-testlogs 2>/dev/null)" 
 [[ $status -eq 0 && $determinism_status -eq 0 && $fuzz_status -eq 0 \
    && $ports_status -eq 0 && $search_status -eq 0 \
    && $old_status -eq 0 \
-   && $recipes_status -eq 0 && $kvpress_status -eq 0 && $engines_status -eq 0 ]]
+   && $recipes_status -eq 0 && $kvpress_status -eq 0 && $engines_status -eq 0 \
+   && $docs_status -eq 0 ]]
