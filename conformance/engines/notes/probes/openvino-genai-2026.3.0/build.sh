@@ -27,3 +27,10 @@ for probe in probe probe2 probe3; do
   ./build/$probe > build/$probe.out
   diff -u $probe.out build/$probe.out && echo "$probe: as recorded in $probe.out"
 done
+# Probe 4: the note's proposed card against CacheEvictionAlgorithm on random runs.
+$CXX -I$S/src -I$S/include -I$OV/include probe4.cpp build/cache_eviction.o build/kvcrush.o \
+  $OV/libs/libopenvino.so.2630 -Wl,-rpath,$(pwd)/$OV/libs -o build/probe4
+python3 probe4.py 3000 build/probe4 > build/probe4.out
+diff -u probe4.out build/probe4.out && echo "probe4: as recorded in probe4.out"
+# and each planted error in the proposed card is caught (probe4_mutants.sh)
+./probe4_mutants.sh build/probe4
