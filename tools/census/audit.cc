@@ -4,6 +4,7 @@
 //   bazel run //tools:audit -- --all         # the same for every case, then totals
 //   bazel run //tools:audit -- --census      # how many cases each rule decided
 //   bazel run //tools:audit -- --list        # every case id
+//   bazel run //tools:audit -- --margins     # how close the score-based decisions are
 //
 // Reads vectors/ (checked against its manifest first). Spec:
 // spec/vectors.md#flags.
@@ -20,6 +21,7 @@
 #include "tools/census/combinations.h"
 #include "tools/search/generator.h"
 #include "tools/census/examples.h"
+#include "tools/census/margins.h"
 #include "tools/census/subjects.h"
 #include "tools/vectors/load.h"
 
@@ -41,6 +43,10 @@ ABSL_FLAG(bool, witnesses, false,
           "With --combinations: for each combination only the search decides, "
           "print a small case deciding it (the smallest search case that does, "
           "shrunk while it still does), as protobuf text.");
+ABSL_FLAG(bool, margins, false,
+          "Print how far apart, relatively, the scores at each score-based "
+          "eviction of the suite are, by the epsilon of each precision "
+          "(tools/census/margins.h).");
 ABSL_FLAG(bool, list, false, "List every case id with its flags.");
 ABSL_FLAG(bool, all, false,
           "Audit every case (as `audit <case id>` does), then print the "
@@ -76,6 +82,10 @@ int Main(const std::vector<char*>& args) {
       for (const std::string& flag : c.vector->flags()) flags += " " + flag;
       std::printf("%s%s\n", c.vector->id().c_str(), flags.c_str());
     }
+    return 0;
+  }
+  if (absl::GetFlag(FLAGS_margins)) {
+    std::printf("%s", audit::MarginTable(audit::MeasureMargins(*set)).c_str());
     return 0;
   }
   if (absl::GetFlag(FLAGS_combinations)) {
