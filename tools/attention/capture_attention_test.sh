@@ -27,6 +27,7 @@ IMPORT="$RUNFILES/tools/attention/import_attention"
 CAPTURE="$RUNFILES/tools/attention/capture_attention.py"
 REPORT="$RUNFILES/tools/attention/attention_report.py"
 BLOCKS="$RUNFILES/tools/bench/captured_blocks.py"
+SMOLLM2="$RUNFILES/tools/attention/smollm2.py"
 TMP="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
@@ -651,6 +652,16 @@ PYEOF
   --import_attention "$IMPORT" --simulate "$SIMULATE" >"$TMP/cblocks-bad.out" 2>&1
 [[ $? -eq 1 ]] && grep -q "policies: 'nope'" "$TMP/cblocks-bad.out" \
   || fail "captured_blocks --policies nope: $(cat "$TMP/cblocks-bad.out")"
+
+# --- tools/attention/smollm2.py: its refusals (the download itself is not
+# run here: 93 MB from PyPI) ---
+mkdir -p "$TMP/smol-exists"
+"$PYTHON" "$SMOLLM2" --out "$TMP/smol-exists" >"$TMP/smol1.out" 2>&1
+[[ $? -eq 1 ]] && grep -q "exists: give a new path" "$TMP/smol1.out" \
+  || fail "smollm2.py over an existing folder: $(cat "$TMP/smol1.out")"
+"$PYTHON" "$SMOLLM2" --out "$TMP/no/such/model" >"$TMP/smol2.out" 2>&1
+[[ $? -eq 1 ]] && grep -q "does not exist" "$TMP/smol2.out" && [[ ! -e "$TMP/no" ]] \
+  || fail "smollm2.py under a missing folder: $(cat "$TMP/smol2.out")"
 
 # --- Column totals (--totals, spec/prefill.md#column-totals) ---
 # The 600-token prompt's two layers again, the window of 40 and the totals
