@@ -11,16 +11,43 @@
 namespace kvspec {
 namespace audit {
 
-std::optional<double> DecisionMargin(const RankingObservation& ranking) {
-  if (ranking.joint) return std::nullopt;
-  // An own ranking evicts a prefix: the last victim, then the first survivor.
-  size_t victims = 0;
-  while (victims < ranking.ranking.size() && ranking.ranking[victims].evicted) ++victims;
-  if (victims == 0 || victims == ranking.ranking.size()) return std::nullopt;
-  const double v = ranking.ranking[victims - 1].score;
-  const double s = ranking.ranking[victims].score;
+namespace {
+
+double Relative(double v, double s) {
   if (s == v) return 0.0;
   return (s - v) / std::max(std::fabs(s), std::fabs(v));
+}
+
+}  // namespace
+
+std::optional<double> DecisionMargin(const RankingObservation& ranking) {
+  const std::vector<RankedPair>& r = ranking.ranking;
+  if (!ranking.joint) {
+    // An own ranking evicts a prefix: the last victim, then the first survivor.
+    size_t victims = 0;
+    while (victims < r.size() && r[victims].evicted) ++victims;
+    if (victims == 0 || victims == r.size()) return std::nullopt;
+    return Relative(r[victims - 1].score, r[victims].score);
+  }
+  // A joint ranking: the last pair the walk took, and the first later pair
+  // it left that it could have taken instead, its set above the floor once
+  // the last pair is given back.
+  size_t last = r.size();
+  std::vector<int64_t> counts(ranking.kept_before.begin(), ranking.kept_before.end());
+  for (size_t i = 0; i < r.size(); ++i) {
+    if (!r[i].evicted) continue;
+    last = i;
+    if (r[i].set < counts.size()) --counts[r[i].set];
+  }
+  if (last == r.size()) return std::nullopt;
+  for (size_t i = last + 1; i < r.size(); ++i) {
+    if (r[i].evicted || r[i].set >= counts.size()) continue;
+    const int64_t count = counts[r[i].set] + (r[i].set == r[last].set ? 1 : 0);
+    if (count > static_cast<int64_t>(ranking.floor)) {
+      return Relative(r[last].score, r[i].score);
+    }
+  }
+  return std::nullopt;
 }
 
 int MarginBucket(double margin) {
@@ -45,10 +72,7 @@ MarginReport MeasureMargins(const vectors::VectorSet& set) {
     RunOptions options;
     options.on_ranking = [&](int64_t step, const RankingObservation& o) {
       for (MarginCounts* counts : {&mine, &report.all}) {
-        if (o.joint) {
-          ++counts->joint_rankings;
-          continue;
-        }
+        if (o.joint) ++counts->joint_rankings;
         const std::optional<double> margin = DecisionMargin(o);
         if (!margin.has_value()) {
           const bool any = std::any_of(o.ranking.begin(), o.ranking.end(),
@@ -86,7 +110,7 @@ std::string MarginTable(const MarginReport& report) {
                                        "<= 2^-7", "> 2^-7"};
   std::string out = absl::StrFormat(
       "Decision margins of the %d score-based cases (tools/census/margins.h):\n\n"
-      "| policy | counted | %s | %s | %s | %s | %s | %s | joint, not measured | "
+      "| policy | counted | %s | %s | %s | %s | %s | %s | of them joint | "
       "no survivor |\n| --- | --- |%s ---: | ---: |\n",
       report.cases, names[0], names[1], names[2], names[3], names[4], names[5],
       std::string(" ---: |") + " ---: | ---: | ---: | ---: | ---: |");

@@ -10,9 +10,11 @@
 // s the first survivor's; the margin is (s - v) / max(|s|, |v|), 0 when
 // s == v (a tie at the cut, decided by the tie order). With blocks a
 // candidate is a block and its score the block score (spec/blocks.md). A
-// ranking that evicts every candidate has no survivor and no margin; a
-// joint ranking (spec/heads.md#head-adaptive-budgets) is counted apart,
-// not measured.
+// ranking that evicts every candidate has no survivor and no margin. In a
+// joint ranking (spec/heads.md#head-adaptive-budgets) v is the last pair
+// the walk took and s the first later pair it did not take whose set,
+// with v given back, is above the floor (a pair it could have taken had
+// the two scores changed places); none such: no margin.
 //
 // Example:
 //   MarginReport report = MeasureMargins(*set);
@@ -32,8 +34,8 @@
 namespace kvspec {
 namespace audit {
 
-// The margin of one observed ranking, or nullopt (a joint ranking, no
-// victim, or no survivor).
+// The margin of one observed ranking, or nullopt (no victim, or no
+// survivor that could have been taken instead).
 std::optional<double> DecisionMargin(const RankingObservation& ranking);
 
 // The buckets of a margin m, by the machine epsilon of each precision:
@@ -52,8 +54,8 @@ struct MarginCounts {
   std::array<int64_t, kMarginBuckets> decisions{};
   std::array<int64_t, kMarginBuckets> cases{};
   int64_t cases_with_tie = 0;
-  int64_t joint_rankings = 0;   // not measured
-  int64_t no_survivor = 0;      // rankings that evicted every candidate
+  int64_t joint_rankings = 0;   // of the rankings, joint ones (measured too)
+  int64_t no_survivor = 0;      // rankings that evict but have no margin
   int64_t cases_without = 0;    // score-based cases with no margin above 0
 };
 

@@ -30,13 +30,29 @@ TEST(DecisionMargin, LastVictimAgainstFirstSurvivor) {
   EXPECT_EQ(*DecisionMargin(Own({{0.5, true}, {0.5, false}})), 0.0);
 }
 
-TEST(DecisionMargin, NoneWithoutBothSidesOrForAJointRanking) {
+TEST(DecisionMargin, NoneWithoutBothSides) {
   EXPECT_FALSE(DecisionMargin(Own({{1.0, true}, {2.0, true}})).has_value());
   EXPECT_FALSE(DecisionMargin(Own({{1.0, false}, {2.0, false}})).has_value());
   EXPECT_FALSE(DecisionMargin(Own({})).has_value());
-  RankingObservation joint = Own({{1.0, true}, {3.0, false}});
+}
+
+TEST(DecisionMargin, JointRankingAgainstAPairTheWalkCouldHaveTaken) {
+  // Sets 0 and 1 kept 3 and 2 before the step, floor 2, one pair to evict.
+  // The walk takes set 0's 0.1; set 1's 0.2 sits at the floor, so it could
+  // never be taken; set 0's 0.3 could (set 0 holds 2 after the walk, 3
+  // with 0.1 given back, above the floor): (0.3 - 0.1) / 0.3.
+  RankingObservation joint;
   joint.joint = true;
+  joint.floor = 2;
+  joint.kept_before = {3, 2};
+  joint.ranking = {{0, 0.1, 0, true}, {1, 0.2, 1, false}, {2, 0.3, 0, false}};
+  EXPECT_EQ(*DecisionMargin(joint), (0.3 - 0.1) / 0.3);
+  // Without set 0's later pair nothing else could have been taken.
+  joint.ranking.pop_back();
   EXPECT_FALSE(DecisionMargin(joint).has_value());
+  // With set 1 above the floor (3 kept), its 0.2 is the one: (0.2 - 0.1) / 0.2.
+  joint.kept_before = {3, 3};
+  EXPECT_EQ(*DecisionMargin(joint), (0.2 - 0.1) / 0.2);
 }
 
 TEST(MarginBucket, ByEachPrecisionsEpsilon) {
