@@ -54,8 +54,8 @@ class BenchError(Exception):
     pass
 
 
-def run(command, what):
-    result = subprocess.run(command, capture_output=True, text=True)
+def run(command, what, cwd=None):
+    result = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
     if result.returncode != 0:
         raise BenchError(f"{what} exited {result.returncode}: "
                          f"{(result.stderr or result.stdout).strip()[-2000:]}")
@@ -64,8 +64,8 @@ def run(command, what):
 
 def binaries():
     run(["bazel", "build", "-c", "opt", "//tools:import_attention",
-         "//tools:simulate"], "bazel build")
-    out = run(["bazel", "info", "-c", "opt", "bazel-bin"], "bazel info").strip()
+         "//tools:simulate"], "bazel build", cwd=REPO)
+    out = run(["bazel", "info", "-c", "opt", "bazel-bin"], "bazel info", cwd=REPO).strip()
     return (os.path.join(out, "tools", "attention", "import_attention"),
             os.path.join(out, "tools", "simulate", "simulate"))
 
