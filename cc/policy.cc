@@ -238,14 +238,15 @@ absl::StatusOr<std::vector<Position>> Policy::Step(const StepInput& input,
     if (!slots.empty() && RankingScores(scores, candidate_end)) {
       if (blocks_.whole()) {
         // spec/blocks.md#the-cut: candidate blocks by first position.
-        const auto [first, end] = blocks_.CandidateBlocks(0, candidate_end);
+        const auto [first, end] =
+            blocks_.CandidateBlocks(CandidateBegin(), candidate_end);
         for (size_t block = first; block < end; ++block) {
           detail->ranked.push_back(
               {kept_[block * blocks_.size],
                blocks_.ScoreOf(absl::MakeConstSpan(scores), block)});
         }
       } else {
-        for (size_t slot = 0; slot < candidate_end; ++slot) {
+        for (size_t slot = CandidateBegin(); slot < candidate_end; ++slot) {
           detail->ranked.push_back({kept_[slot], scores[slot]});
         }
       }

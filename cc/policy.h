@@ -251,6 +251,10 @@ class Policy {
                              size_t& /*candidate_end*/) {
     return false;
   }
+  // Score-based policies only: the first candidate slot of the scores
+  // above ([begin, candidate_end)); 0 but for a card with a start area that
+  // is never scored (spec/policies/openvino.md).
+  virtual size_t CandidateBegin() const { return 0; }
 
  private:
   absl::Status Validate(const StepInput& input) const;

@@ -66,6 +66,13 @@ const std::vector<Preset>& Presets() {
        "FasterDecoding/SnapKV snapkv/monkeypatch/snapkv_utils.py, "
        "SnapKVCluster.update_kv (window 64, capacity 256 + 64, kernel 5, "
        "avgpool)"},
+      // spec/policies/openvino.md#presets.
+      {"openvino", "openvino-genai-2026.3.0",
+       {{"budget", 672}, {"sinks", 32}, {"recent_window", 128}, {"block", 32},
+        {"norm_sum", 1}, {"max_pool", 7}, {"obs_window", 8}},
+       "OpenVINO GenAI 2026.3.0.0 openvino/genai/cache_eviction.hpp, "
+       "CacheEvictionConfig's defaults; kv_cache_manager.hpp's CPU block 32; "
+       "pipeline_impl.cpp, _maybe_evict_cache_blocks (max pool 7)"},
       // spec/spans.md#presets: engines' positional caches.
       {"window", "hf-dynamic-5.2.0",
        {{"evict_at", 0}, {"position_ids", 0}, {"spans", 1}},

@@ -23,6 +23,7 @@ const std::vector<const PolicyEntry*>& Entries() {
       &policies::TovaEntry(),
       &policies::SnapKvEntry(),
       &policies::RandomEntry(),
+      &policies::OpenVinoEntry(),
   };
   return *entries;
 }

@@ -595,7 +595,8 @@ TEST(Runner, AnOldPortThatDeclaresNothingGetsNoFailure) {
     const bool positional = policy == "full" || policy == "window" ||
                             policy == "streamingllm";
     const bool registered = positional || policy == "h2o" || policy == "tova" ||
-                            policy == "snapkv" || policy == "random";
+                            policy == "snapkv" || policy == "random" ||
+                            policy == "openvino";
     const bool only_decode =
         c.vector->features_size() == 1 && c.vector->features(0) == "decode";
     if (registered && !positional) {

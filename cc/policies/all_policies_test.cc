@@ -23,6 +23,10 @@ PolicyConfig SmallConfig(const std::string& name) {
     return {name, {{"budget", 6}, {"recent_window", 2}, {"obs_window", 3},
                    {"pool_kernel", 3}}, 9};
   }
+  if (name == "openvino") {
+    return {name, {{"budget", 6}, {"sinks", 1}, {"recent_window", 2},
+                   {"block", 1}, {"max_pool", 2}, {"obs_window", 0}}};
+  }
   return {name, {{"budget", 6}, {"recent_window", 2}}, 9};
 }
 

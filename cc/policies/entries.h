@@ -61,6 +61,7 @@ const PolicyEntry& H2oEntry();
 const PolicyEntry& TovaEntry();
 const PolicyEntry& SnapKvEntry();
 const PolicyEntry& RandomEntry();
+const PolicyEntry& OpenVinoEntry();
 
 }  // namespace policies
 }  // namespace kvspec

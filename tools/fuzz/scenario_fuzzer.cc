@@ -11,7 +11,8 @@
 //      kMaxSteps steps, a trace of at most kMaxTraceSteps steps and
 //      kMaxTraceHeads heads), it is run through a few policies with a small
 //      budget, recording cuts: full, window, h2o, tova (sets sharing one
-//      budget) and snapkv, the granularity taken from the input's size.
+//      budget), snapkv (the granularity taken from the input's size) and
+//      openvino (every head summed, a pool and a window).
 //      Larger scenarios are only loaded: the harness admits every position
 //      it is told to, so one step admitting 2^32 - 1 positions is a valid
 //      scenario of a few bytes that takes 16 GiB (see tools/README.md).
@@ -114,6 +115,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       {"snapkv",
        {{"budget", 4}, {"recent_window", 1}, {"obs_window", 2},
         {"pool_kernel", 3}, {"granularity", granularity}}},
+      // spec/policies/openvino.md: every head summed, query rows and
+      // totals registered, a forward pool and a window.
+      {"openvino",
+       {{"budget", 4}, {"sinks", 1}, {"recent_window", 1}, {"block", 1},
+        {"max_pool", 2}, {"obs_window", 2}}},
   };
   kvspec::RunOptions options;
   options.record_cut = true;

@@ -91,7 +91,7 @@ std::vector<float> Row(Draw& d, const std::vector<float>& pool, uint64_t length)
 std::string PickPolicy(Draw& d) {
   static const std::vector<std::pair<std::string, int>> weights = {
       {"full", 1}, {"window", 2}, {"streamingllm", 3}, {"h2o", 5},
-      {"tova", 5}, {"snapkv", 6},  {"random", 3}};
+      {"tova", 5}, {"snapkv", 6},  {"random", 3}, {"openvino", 4}};
   int total = 0;
   for (const auto& [name, w] : weights) total += w;
   int at = static_cast<int>(d.U(total));
@@ -164,6 +164,8 @@ int64_t ParameterValue(Draw& d, const ParameterInfo& p, const Plan& plan) {
     if (!d.P(15)) return 1;
     return d.Pick<int64_t>({2, 2, 3, 4, 8, std::max<int64_t>(b, 1)});
   }
+  // spec/policies/openvino.md: no pool, small pools, GenAI's 7, the budget.
+  if (n == "max_pool") return d.Pick<int64_t>({1, 1, 2, 3, 7, std::max<int64_t>(b, 1)});
   // prefill_only, normalize, protect_newest, window_budget, pooling,
   // window_reduce, and any later 0/1 switch: anywhere in range.
   const int64_t span = std::min<int64_t>(p.max - p.min, 1000);
@@ -271,6 +273,20 @@ void KeepRelations(Draw& d, const PolicyInfo& info, PolicyConfig& config) {
       if (multiple != *area) Set(config, name, multiple);
     }
   }
+  // spec/policies/openvino.md#parameters, rule 1: sinks + recent_window
+  // below budget, in whole blocks (the recent area shrinks first).
+  if (info.name == "openvino") {
+    const int64_t m = Value(info, config, "budget").value_or(1);
+    const int64_t b = std::max<int64_t>(Value(info, config, "block").value_or(1), 1);
+    int64_t s = Value(info, config, "sinks").value_or(0);
+    int64_t r = Value(info, config, "recent_window").value_or(0);
+    if (m % b == 0 && s % b == 0 && r % b == 0 && s + r >= m) {
+      r = std::max<int64_t>(0, (m - 1 - s) / b * b);
+      if (s + r >= m) s = (m - 1) / b * b;
+      Set(config, "recent_window", r);
+      Set(config, "sinks", s);
+    }
+  }
   const std::optional<int64_t> kernel = Value(info, config, "pool_kernel");
   if (kernel.has_value() && *kernel % 2 == 0) Set(config, "pool_kernel", *kernel + 1);
 }
@@ -290,7 +306,8 @@ PolicyConfig MakePolicyConfig(Draw& d, const std::string& name, const Plan& plan
     value = std::max<int64_t>(value, std::numeric_limits<int64_t>::min() + 1);
     // A trigger at 0 is left out: naming it would need the feature.
     if ((p.name == "slack" || p.name == "interval") && value == 0) continue;
-    if (p.name == "block" && value == 1) continue;
+    // openvino's block defaults to 32: a block of 1 is named.
+    if (p.name == "block" && value == 1 && name != "openvino") continue;
     config.parameters.push_back({p.name, value});
   }
   // The relations between parameters (each card's, and

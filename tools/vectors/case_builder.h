@@ -102,6 +102,8 @@ void AddTriggerScenarios(SuiteBuilder& b);   // cases_triggers.cc
 void AddTriggerCases(SuiteBuilder& b);       // cases_triggers.cc
 void AddBlockScenarios(SuiteBuilder& b);     // cases_blocks.cc
 void AddBlockCases(SuiteBuilder& b);         // cases_blocks.cc
+void AddOpenVinoScenarios(SuiteBuilder& b);  // cases_openvino.cc
+void AddOpenVinoCases(SuiteBuilder& b);      // cases_openvino.cc
 void AddForeignParameterCases(SuiteBuilder& b);  // cases.cc
 
 }  // namespace build

@@ -81,6 +81,8 @@ Suite BuildSuite() {
   AddTriggerCases(builder);
   AddBlockScenarios(builder);
   AddBlockCases(builder);
+  AddOpenVinoScenarios(builder);
+  AddOpenVinoCases(builder);
   AddForeignParameterCases(builder);
   for (CombinationCase& c : CombinationCases()) {  // combination_cases.h
     builder.Add(std::move(c.scenario));

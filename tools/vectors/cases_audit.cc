@@ -228,7 +228,11 @@ void AddAuditCases(SuiteBuilder& b) {
           // discard above 0 needs context_shift 1 (spec/spans.md).
           const bool companion =
               parameter.name == "discard" && p.name == "context_shift";
-          if (head_parameter && p.name != parameter.name && !companion) {
+          // openvino's block defaults to 32: its small configuration
+          // gives block 1 (spec/policies/openvino.md#parameters).
+          const bool openvino_block = info.name == "openvino" && p.name == "block";
+          if (head_parameter && p.name != parameter.name && !companion &&
+              !openvino_block) {
             continue;
           }
           int64_t value = p.name == "budget"        ? 4
@@ -251,6 +255,13 @@ void AddAuditCases(SuiteBuilder& b) {
           if (parameter.name == "block" && bound.value > 1) {
             if (p.name == "budget") value = std::min(bound.value, parameter.max);
             if (p.name == "recent_window" || p.name == "sinks") value = 0;
+          }
+          // openvino.md#parameters, rule 1: sinks + recent_window below
+          // budget, so the other area is 0 where one is at its top.
+          if (info.name == "openvino" && bound.value >= parameter.max &&
+              ((parameter.name == "sinks" && p.name == "recent_window") ||
+               (parameter.name == "recent_window" && p.name == "sinks"))) {
+            value = 0;
           }
           // spec/prefill.md: a ratio requires recent_window 0.
           if (parameter.name == "ratio_ppm" && p.name == "recent_window") {

@@ -39,7 +39,7 @@ const std::vector<FeatureInfo>& Features() {
        "the block's size (discard)"},
       {"totals", "0.10.0", "prefill.md#column-totals",
        "column totals beside query rows (Step.totals, Step.total_rows), read "
-       "by h2o's prefill rule instead of the rows"},
+       "by h2o's and openvino's prefill rules instead of the rows"},
       {"triggers", "0.12.0", "triggers.md",
        "when a decode step evicts: only past budget + slack (slack), or at "
        "every interval-th decode step (interval), then down to budget"},
@@ -89,6 +89,8 @@ const std::vector<ParameterInfo>& Parameters() {
       {"interval", "triggers", "0.12.0"},
       {"block", "blocks", "0.13.0"},
       {"block_score", "blocks", "0.13.0"},
+      {"norm_sum", "decode", "0.14.0"},
+      {"max_pool", "decode", "0.14.0"},
   };
   return *parameters;
 }
@@ -105,6 +107,7 @@ std::string PolicySince(const std::string& policy) {
   for (const char* name : {"h2o", "tova", "snapkv", "random"}) {
     if (policy == name) return "0.2.0";
   }
+  if (policy == "openvino") return "0.14.0";
   return "0.1.0";
 }
 

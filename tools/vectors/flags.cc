@@ -372,6 +372,20 @@ const std::vector<FlagInfo>& Flags() {
        "block_score 0 (the sum) changes the log",
        {"h2o"},
        "0.13.0"},
+      {"openvino.norm-sum", "policies/openvino.md#evicting",
+       "norm_sum 0 (ranking the sums, not the sums over their counts) "
+       "changes the log",
+       {"openvino"},
+       "0.14.0"},
+      {"openvino.max-pool", "policies/openvino.md#registering",
+       "max_pool 1 (no forward pool) changes the log",
+       {"openvino"},
+       "0.14.0"},
+      {"openvino.window-counts", "policies/openvino.md#registering",
+       "obs_window 0 (counts as if every query had been registered) changes "
+       "the log",
+       {"openvino"},
+       "0.14.0"},
       {"search.found", "vectors.md#flags",
        "the differential search's shrunk scenario for a port mutant that only "
        "the search killed; the description names the mutant and the rule",

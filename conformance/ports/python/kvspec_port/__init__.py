@@ -2,15 +2,16 @@
 
 Written from spec/ alone: harness (spec/harness.md), arithmetic
 (spec/arithmetic.md), Rng (spec/rng.md), trace generator (spec/trace.md),
-policies (spec/policies/*.md), heads (spec/heads.md), prefill and its
+policies (spec/policies/*.md; `openvino`, spec 0.14.0), heads (spec/heads.md), prefill and its
 column totals (spec/prefill.md), spans, position ids and the context shift
 (spec/spans.md), triggers (spec/triggers.md), blocks (spec/blocks.md)
 and the conformance testee (spec/protocol.md).
 """
 
-SPEC_VERSION = "0.13.0"
+SPEC_VERSION = "0.14.0"
 # The features this port implements: all of spec/features.md#the-list, and
 # `triggers` (spec/triggers.md, 0.12.0) and `blocks` (spec/blocks.md, 0.13.0).
+# Spec 0.14.0 adds a policy (`openvino`) and no feature.
 FEATURES = ("decode", "trace", "heads", "trace-heads", "adaptive", "prefill", "spans",
             "contextshift", "totals", "triggers", "blocks")
 PROTOCOL_VERSION = 1

@@ -278,6 +278,29 @@ def _gather_queries(rows, kept_after, m: int):
     return [r[idx[:n - m + 1 + j]] for j, r in enumerate(rows)]
 
 
+def _gather_heads(kept, rows, query_heads: int):
+    """Every query head's row gathered at one set's kept positions, in kept
+    order, bit for bit: None (null attention) or a (query_heads, kept)
+    binary64 array, head 0 first."""
+    if rows is None:
+        return None
+    idx = np.asarray(kept, dtype=np.intp)
+    if query_heads == 1:
+        return np.asarray(rows, dtype=np.float64)[idx][None, :]
+    return rows[:, idx]
+
+
+def _gather_prefill_heads(kept_after, prefill, totals, query_heads: int):
+    """A prefill step's query rows (and column totals) of every query head,
+    gathered at one set's kept positions after admission: (m, per head its
+    m rows[, (R, per head its totals)])."""
+    m, qrows = prefill
+    out = (m, [_gather_queries(qrows[h], kept_after, m) for h in range(query_heads)])
+    if totals is not None:
+        out += ((totals[0], [_gather_totals(totals[1][h], kept_after) for h in range(query_heads)]),)
+    return out
+
+
 def run_steps(policy: Policy, steps, log: EvictionLog, query_heads: int = 1, sets=None) -> None:
     """Explicit steps: (admit, row or None, heads, queries[, totals,
     total_rows]), spec/harness.md#refusals through a scenario. `heads`: the
@@ -312,7 +335,17 @@ def run_steps(policy: Policy, steps, log: EvictionLog, query_heads: int = 1, set
             _check_query_weights(index, prefill)
             _check_total_values(index, totals)
             chunk = range(first, first + admit)
-            if sets is None:
+            if sets is None and policy.SUMS_HEADS:
+                # One kept set reading every query head (openvino): each
+                # head's row, query rows and totals at the set's kept
+                # positions, head 0 first (spec/harness.md#what-a-policy-sees,
+                # spec/prefill.md#what-a-policy-sees, #column-totals).
+                gathered = None
+                if prefill is not None:
+                    gathered = _gather_prefill_heads(policy.kept + list(chunk), prefill, totals, query_heads)
+                log.steps.append(policy.step_heads(first, admit, _gather_heads(policy.kept, rows, query_heads),
+                                                   gathered))
+            elif sets is None:
                 attention = None
                 if rows is not None and query_heads == 1:
                     # Gathered, in kept order, bit for bit (spec/harness.md#what-a-policy-sees).
@@ -382,6 +415,16 @@ def run_trace_heads(policy: Policy, sets, tp: trace_mod.TraceParams, query_heads
     `policy` is the run's one kept set and reads no row
     (spec/heads.md#policies-that-do-not-read-attention).
     """
+    if sets is None and policy.SUMS_HEADS:
+        # One kept set reading every head (openvino): each head's weights
+        # at the set's kept positions.
+        heads = trace_mod.HeadsTrace(tp, query_heads)
+        for t in range(tp.steps):
+            heads.begin_step(t)
+            kept = np.asarray(policy.kept, dtype=np.int64)
+            weights = heads.weights_matrix(np.repeat(kept[None, :], query_heads, axis=0))
+            log.steps.append(policy.step_heads(t, 1, weights))
+        return
     if sets is None:
         for t in range(tp.steps):
             log.steps.append(policy.step_unchecked(t, 1, None))

@@ -166,7 +166,8 @@ CHUNK3 = [[0.5], [0.25, 0.75], [0.5, 0.25, 0.25]]
     # Well-formed rows, then a later fault.
     ([prefill(3, CHUNK3), (0, None)], ("POSITION", 1)),
 ])
-@pytest.mark.parametrize("name", ["h2o", "tova", "snapkv", "window", "streamingllm", "full", "random"])
+@pytest.mark.parametrize("name", ["h2o", "tova", "snapkv", "window", "streamingllm", "full", "random",
+                                  "openvino"])
 def test_refusals(name, steps, expected):
     assert category(run(name, [], steps)) == expected
 

@@ -68,7 +68,7 @@ DECOY = [[0.0, 0.0, 1.0]]
 # -- The version and the hello (spec/features.md#the-list) --------------------
 
 def test_version_and_feature():
-    assert SPEC_VERSION == "0.13.0"
+    assert SPEC_VERSION == "0.14.0"
     # triggers: spec 0.12.0; blocks: spec 0.13.0.
     assert FEATURES[-3:] == ("totals", "triggers", "blocks")
     assert list(hello_reply().hello.features)[-4:] == ["contextshift", "totals", "triggers", "blocks"]
@@ -294,7 +294,8 @@ ROWS2 = [[0.5, 0.5]]  # a prefill of 2, the last query's row
     # A well-formed step, then a later fault.
     ([prefill(2, ROWS2, [[0.5, 0.5]], 2), (0, None)], ("POSITION", 1)),
 ])
-@pytest.mark.parametrize("name", ["h2o", "tova", "snapkv", "window", "streamingllm", "full", "random"])
+@pytest.mark.parametrize("name", ["h2o", "tova", "snapkv", "window", "streamingllm", "full", "random",
+                                  "openvino"])
 def test_refusals(name, steps, expected):
     assert category(run(name, [], steps)) == expected
 

@@ -8,6 +8,7 @@ from .h2o import H2oPolicy
 from .tova import TovaPolicy
 from .snapkv import SnapKvPolicy
 from .random import RandomPolicy
+from .openvino import OpenVinoPolicy
 
 REGISTRY = {
     cls.NAME: cls
@@ -19,5 +20,6 @@ REGISTRY = {
         TovaPolicy,
         SnapKvPolicy,
         RandomPolicy,
+        OpenVinoPolicy,
     )
 }

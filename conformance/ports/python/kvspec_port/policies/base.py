@@ -62,6 +62,11 @@ class Policy:
     # spec/prefill.md#column-totals: "only `h2o` reads them"; every other
     # policy ignores a step's column totals (they are checked all the same).
     READS_TOTALS = False
+    # One kept set whatever the heads, reading every query head's rows
+    # (`openvino`, spec/policies/openvino.md: its heads' rows summed): the
+    # harness calls its `step_heads` with every head's rows gathered at the
+    # set's kept positions. Not READS_ATTENTION: no `granularity`.
+    SUMS_HEADS = False
 
     def __init__(self, params: dict, rng) -> None:
         # Parameters absent from `params` take their defaults (a policy built
