@@ -16,7 +16,9 @@ bench does: with block B the budget is the largest multiple of B with
 budget + B - 1 <= peak; streamingllm's sinks (4) and the score-based
 policies' recent_window (16) are rounded up to multiples of B; the
 score-based policies (h2o, tova, snapkv) once with block_score sum and once
-with max. Where that rounding changes an area (sinks or recent_window 32
+with max; openvino (spec/policies/openvino.md) with a start area of 4 and a
+recent area of 16 rounded up likewise, its pool of 7, once with NORM_SUM
+and once with SUM, at every block size, 1 included. Where that rounding changes an area (sinks or recent_window 32
 at blocks of 32), a control row runs one position at a time with the
 rounded area, so what the area buys is not read as the block's. Each kept
 set is rebuilt from simulate's victims.
@@ -47,7 +49,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 CAPTURE = os.path.join(REPO, "tools", "attention", "capture_attention.py")
 SCORED = ("h2o", "tova", "snapkv")
-POLICIES = ("window", "streamingllm", "h2o", "tova", "snapkv")
+POLICIES = ("window", "streamingllm", "h2o", "tova", "snapkv", "openvino")
 
 
 class BenchError(Exception):
@@ -82,6 +84,21 @@ def configurations(policies, sizes, peak):
     area's effect is not read as the block's."""
     result = []
     for policy in policies:
+        if policy == "openvino":
+            # spec/policies/openvino.md: a start area of sinks 4 and a recent
+            # area of 16, rounded up to the block, as the others' areas; its
+            # pool of 7; no window (the scenario has no prompt); NORM_SUM
+            # and SUM in place of block_score's sum and max.
+            for block in sizes:
+                if block > peak:
+                    continue
+                budget = (peak - block + 1) // block * block
+                params = [f"budget={budget}", f"sinks={round_up(4, block)}",
+                          f"recent_window={round_up(16, block)}", f"block={block}",
+                          "max_pool=7", "obs_window=0"]
+                for score, norm in (("norm_sum", 1), ("sum", 0)):
+                    result.append((policy, block, score, params + [f"norm_sum={norm}"], ""))
+            continue
         area = ("sinks", 4) if policy == "streamingllm" else (
             ("recent_window", 16) if policy in SCORED else None)
         for block in sizes:
