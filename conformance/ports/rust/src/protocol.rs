@@ -417,11 +417,23 @@ mod tests {
     }
 
     #[test]
+    fn hello_lists_every_policy_in_registry_order() {
+        // spec/README.md#policies; spec 0.14.0 adds `openvino`, after
+        // `random`.
+        let hello = hello_reply();
+        assert_eq!(hello.spec_version, "0.14.0");
+        assert_eq!(
+            hello.policies,
+            ["full", "window", "streamingllm", "h2o", "tova", "snapkv", "random", "openvino"].map(String::from)
+        );
+    }
+
+    #[test]
     fn spans_travel_in_the_step_record() {
         // spec/spans.md#the-log: with spans 1 each step carries its spans
         // and held set whatever want_cut; the hello declares the feature.
         assert!(hello_reply().features.iter().any(|f| f == "spans"));
-        assert_eq!(hello_reply().spec_version, "0.13.0");
+        assert_eq!(hello_reply().spec_version, "0.14.0");
         // spec 0.9.0: "contextshift" right after "spans"; spec 0.10.0:
         // "totals" after it; spec 0.12.0: "triggers"; spec 0.13.0:
         // "blocks", last (spec/features.md#the-list).

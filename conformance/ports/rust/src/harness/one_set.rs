@@ -63,7 +63,18 @@ impl KeptSet {
     }
 
     pub(super) fn reads_attention(&self) -> bool {
-        self.states[0].head_options().is_some()
+        self.states[0].head_options().is_some() || self.states[0].reads_every_head()
+    }
+
+    /// The state that records covered head `i` (the `i`-th of `heads`):
+    /// its own, or the set's one state for a policy that reads every head
+    /// (`openvino`, `Policy::reads_every_head`).
+    fn state_of_head(&self, i: usize) -> usize {
+        if self.states[0].reads_every_head() {
+            0
+        } else {
+            i
+        }
     }
 
     /// Record each covered head's row gathered at this set's kept positions
@@ -74,10 +85,11 @@ impl KeptSet {
         if !self.reads_attention() {
             return;
         }
-        for (state, &h) in self.states.iter_mut().zip(&self.heads) {
+        for (i, &h) in self.heads.iter().enumerate() {
+            let s = self.state_of_head(i);
             gathered.clear();
             gathered.extend(self.kept.iter().map(|&p| weight(h, p)));
-            state.record(gathered);
+            self.states[s].record(gathered);
         }
     }
 
@@ -99,12 +111,22 @@ impl KeptSet {
             return;
         }
         let first_query = last + 1 - m as u64;
-        for (state, &h) in self.states.iter_mut().zip(&self.heads) {
+        for (i, &h) in self.heads.iter().enumerate() {
+            let s = self.state_of_head(i);
             let mut rows = QueryRows::new(&self.kept, &queries[h * m..(h + 1) * m], first_query);
             if let Some(t) = totals {
                 rows = rows.with_totals(&t.sums[h], t.rows);
             }
-            state.record_queries(&rows);
+            self.states[s].record_queries(&rows);
+        }
+    }
+
+    /// The step's records are all handed (and its positions admitted):
+    /// tell every state (`Policy::end_of_records`; `openvino` registers
+    /// here), before any eviction.
+    pub(super) fn end_of_records(&mut self) {
+        for state in &mut self.states {
+            state.end_of_records();
         }
     }
 
@@ -160,7 +182,9 @@ impl KeptSet {
     /// or `interval` a decode step that does not fire evicts nothing
     /// (spec/triggers.md#firing; the rules keep `prefill_only`, `evict_at`
     /// and `context_shift` 0 there, so its step budget is `budget`).
-    /// With `block` above 1 whole closed blocks go ([`KeptSet::evict_blocks`]).
+    /// With `block` above 1 whole closed blocks go ([`KeptSet::evict_blocks`]),
+    /// and always for `openvino` (`Policy::evicts_by_blocks`), whose step
+    /// budget is `None` but at a decode step that registered a row.
     /// `record` is the step's so far ([`KeptSet::begin_step`]); the step
     /// admitted `admitted` positions.
     pub(super) fn evict(&mut self, mut record: StepRecord, admitted: u64, prefill: bool) -> StepRecord {
@@ -169,7 +193,7 @@ impl KeptSet {
         let evicts = fires && self.states[0].span_options().evicts_after();
         let budget = self.states[0].step_budget(n, prefill).filter(|_| evicts);
         let blocks = self.states[0].block_options();
-        if let Some(budget) = budget.filter(|_| blocks.by_blocks()) {
+        if let Some(budget) = budget.filter(|_| self.states[0].evicts_by_blocks()) {
             self.evict_blocks(blocks, budget, prefill, &mut record);
         } else if let Some(budget) = budget {
             let counted = self.states[0].counted(n, prefill) as u64;
@@ -315,7 +339,9 @@ impl Engine {
         let mut record = self.set.begin_step(count);
         self.set.admit_step(first, count, &mut record);
         self.next = first + count;
-        // 3. Evict.
+        // 3. Evict, once every record is handed (`openvino` registers
+        // after admission).
+        self.set.end_of_records();
         Ok(self.set.evict(record, count, false))
     }
 }

@@ -102,6 +102,7 @@ impl Layer {
             let mut record = set.begin_step(count);
             set.admit_step(first, count, &mut record);
             set.record_queries(queries, m, last, totals);
+            set.end_of_records();
             if self.shared.is_none() {
                 records.push(set.evict(record, count, true));
             } else {
@@ -124,6 +125,7 @@ impl Layer {
             }
             let mut record = set.begin_step(count);
             set.admit_step(first, count, &mut record);
+            set.end_of_records();
             if self.shared.is_none() {
                 records.push(set.evict(record, count, false));
             } else {

@@ -14,6 +14,9 @@ use crate::triggers::{TriggerOptions, TRIGGER_PARAMS};
 
 pub mod full;
 pub mod h2o;
+pub mod openvino;
+#[cfg(test)]
+mod openvino_tests;
 pub mod random;
 pub mod snapkv;
 pub mod streamingllm;
@@ -126,6 +129,29 @@ pub trait Policy {
     /// `random` draws. Score-based policies are ranked by their kept set.
     fn choose_blocks(&mut self, _candidates: usize, k: usize) -> Vec<usize> {
         (0..k).collect()
+    }
+    /// `openvino` (spec/policies/openvino.md): one kept set whatever the
+    /// head count (it takes no `granularity`), whose one state is handed
+    /// every query head's row (`record`) or query rows (`record_queries`),
+    /// head 0 first, and sums them itself. `false` for the others: a
+    /// policy that reads attention has one state per covered head
+    /// (`head_options`), one that does not is handed nothing.
+    fn reads_every_head(&self) -> bool {
+        false
+    }
+    /// Called once a step, after the step's admissions and every record
+    /// (a decode step's rows come before admission, a prefill step's query
+    /// rows after it) and before any eviction. `openvino` registers its
+    /// step's scores here (spec/policies/openvino.md#how-it-works: "A
+    /// step records nothing before its admissions"); the others record as
+    /// they are handed their rows.
+    fn end_of_records(&mut self) {}
+    /// Whether a step evicts whole closed blocks
+    /// (spec/blocks.md#how-many-blocks-go, #candidates, #ranking-blocks):
+    /// with `block` above 1; and always for `openvino`, whose candidates
+    /// (blocks of one slot with `block` 1) start past its start area.
+    fn evicts_by_blocks(&self) -> bool {
+        self.block_options().by_blocks()
     }
 }
 
