@@ -1,12 +1,15 @@
 """Probe 5: what NORM_SUM buys on a real model's attention, by GenAI's own code.
 
-    tools/.venv-torch/bin/python probe5.py CAPTURE BINARY LAYER...
+    tools/.venv-torch/bin/python probe5.py [--no-self] CAPTURE BINARY LAYER...
 
 CAPTURE: a .safetensors of whole causal matrices `layer.<n>` [Hq, L, L]
 (tools/bench/captured_blocks.py writes one as capture.safetensors; the
 figures in the note used SmolLM2-135M-Instruct, tools/attention/smollm2.py,
 over the first 2,048 tokens of spec/harness.md). BINARY: probe4's driver
 (build/probe4), GenAI 2026.3.0.0's CacheEvictionAlgorithm for one layer.
+--no-self registers each decode token's weight on itself as 0.0, as
+kvspec's `openvino` card does (a kvspec row has no such weight), so that
+what the self weight changes can be read against the default run.
 
 Each configuration is driven as GenAI's pipeline drives it (the note's
 sections 2.1 and 9, item 3 of the proposed card): a prefill of the first
@@ -28,7 +31,7 @@ from safetensors import safe_open
 PREFILL = 512
 
 
-def run(rows, binary, block, start, recent, max_size, mode, pool):
+def run(rows, binary, block, start, recent, max_size, mode, pool, self_weight=True):
     heads, length, _ = rows.shape
     summed = rows.astype(np.float64).sum(axis=0)  # [L, L], heads summed
     ov = subprocess.Popen([binary, str(block), str(start), str(recent), str(max_size),
@@ -45,6 +48,8 @@ def run(rows, binary, block, start, recent, max_size, mode, pool):
         shares.append(row[:, held].sum(axis=1) / row.sum(axis=1))
         kept.append(t)
         x = summed[t, kept].astype(np.float32)
+        if not self_weight:
+            x[-1] = 0.0  # t's weight on itself, as the card takes it
         ov.stdin.write(f"R 0 {len(kept)} " + " ".join(float(v).hex() for v in x) + "\nE\n")
         ov.stdin.flush()
         got = ov.stdout.readline().split()
@@ -63,7 +68,10 @@ def run(rows, binary, block, start, recent, max_size, mode, pool):
 
 
 def main():
-    capture, binary, layers = sys.argv[1], sys.argv[2], [int(n) for n in sys.argv[3:]]
+    args = sys.argv[1:]
+    self_weight = "--no-self" not in args
+    args = [a for a in args if a != "--no-self"]
+    capture, binary, layers = args[0], args[1], [int(n) for n in args[2:]]
     with safe_open(capture, "np") as f:
         for layer in layers:
             rows = f.get_tensor(f"layer.{layer}")
@@ -76,7 +84,7 @@ def main():
                         recent = max(block, 128 // block * block)
                         size = start + recent + 512
                         mean, worst, evictions, kept = run(rows, binary, block, start, recent,
-                                                           size, mode, pool)
+                                                           size, mode, pool, self_weight)
                         print(f"layer {layer} block {block} {name} pool {pool}: start {start} "
                               f"recent {recent} max {size}: mean {mean:.4f} worst head "
                               f"{worst:.4f}, {evictions} evicting steps, {kept} kept at the end",
