@@ -22,10 +22,12 @@ std::string Json(const std::string& text);
 struct Counts {
   explicit Counts(bool require_all) : require_all(require_all) {}
   bool require_all;
-  int passed = 0, failed = 0, skipped = 0, not_run = 0;
+  int passed = 0, within = 0, failed = 0, skipped = 0, not_run = 0;
   void Add(Outcome outcome) {
     if (outcome == Outcome::kPass) {
       ++passed;
+    } else if (outcome == Outcome::kWithinPrecision) {
+      ++within;
     } else if (outcome == Outcome::kSkipped) {
       ++skipped;
     } else if (outcome == Outcome::kNotRun && !require_all) {
@@ -172,21 +174,29 @@ std::string TextReport(const RunReport& report, const Verdict& verdict) {
     text += "cuts: not asked for and not compared (--nocut): a pass here says "
             "nothing of the scores a port ranks by\n";
   }
+  if (report.judged_within_bound) {
+    text += absl::StrFormat(
+        "precision: %s, judged within its bound (spec/protocol.md#precision)\n",
+        PortPrecisionName(report.precision));
+  }
   text += "\n";
-  const auto table = [&text](const std::string& label,
-                             const std::map<std::string, Counts>& rows) {
+  const bool within = report.judged_within_bound;
+  const auto table = [&text, within](const std::string& label,
+                                     const std::map<std::string, Counts>& rows) {
     int width = static_cast<int>(label.size());
     for (const auto& [name, counts] : rows) {
       width = std::max(width, static_cast<int>(name.size()));
     }
-    text += absl::StrFormat("| %-*s | %6s | %6s | %7s | %7s |\n", width, label,
-                            "passed", "failed", "skipped", "not run");
-    text += "| " + std::string(static_cast<size_t>(width), '-') +
-            " | -----: | -----: | ------: | ------: |\n";
+    text += absl::StrFormat("| %-*s | %6s |%s %6s | %7s | %7s |\n", width, label,
+                            "passed", within ? " within precision |" : "", "failed",
+                            "skipped", "not run");
+    text += "| " + std::string(static_cast<size_t>(width), '-') + " | -----: |" +
+            (within ? " ---------------: |" : "") + " -----: | ------: | ------: |\n";
     for (const auto& [name, counts] : rows) {
-      text += absl::StrFormat("| %-*s | %6d | %6d | %7d | %7d |\n", width, name,
-                              counts.passed, counts.failed, counts.skipped,
-                              counts.not_run);
+      text += absl::StrFormat("| %-*s | %6d |%s %6d | %7d | %7d |\n", width, name,
+                              counts.passed,
+                              within ? absl::StrFormat(" %16d |", counts.within) : "",
+                              counts.failed, counts.skipped, counts.not_run);
     }
     text += "\n";
   };
@@ -231,8 +241,23 @@ std::string TextReport(const RunReport& report, const Verdict& verdict) {
       "%d unexpected outcomes; %.1f s\n",
       report.cases.size(), report.excluded.size(), verdict.expected_failures,
       verdict.failures.size(), report.seconds);
-  text += absl::StrFormat("%d passed, %d failed, %d skipped, %d not run\n",
-                          all.passed, all.failed, all.skipped, all.not_run);
+  // spec/protocol.md#precision: the within-precision count appears only
+  // for a port judged within its bound, so a binary64 port's line is as
+  // it always was.
+  if (report.judged_within_bound) {
+    int within_bound = 0;
+    for (const CaseReport& c : report.cases) within_bound += c.within_bound ? 1 : 0;
+    text += absl::StrFormat(
+        "judged within the bound of %s (spec/protocol.md#precision): %d passes "
+        "with every cut score within the bound rather than bit for bit\n",
+        PortPrecisionName(report.precision), within_bound);
+    text += absl::StrFormat("%d passed, %d within precision, %d failed, %d skipped, "
+                            "%d not run\n",
+                            all.passed, all.within, all.failed, all.skipped, all.not_run);
+  } else {
+    text += absl::StrFormat("%d passed, %d failed, %d skipped, %d not run\n",
+                            all.passed, all.failed, all.skipped, all.not_run);
+  }
   return text;
 }
 
@@ -253,6 +278,10 @@ std::string JUnitXml(const RunReport& report, const Verdict& verdict) {
                            Xml(c.id), Xml(c.policy), c.seconds);
     if (c.outcome == Outcome::kPass) {
       xml += "/>\n";
+    } else if (c.outcome == Outcome::kWithinPrecision) {
+      // Not a failure; its detail kept as output.
+      xml += absl::StrFormat("><system-out>%s: %s</system-out></testcase>\n",
+                             Xml(OutcomeName(c.outcome)), Xml(c.detail));
     } else if (c.outcome == Outcome::kSkipped ||
                (c.outcome == Outcome::kNotRun && !verdict.require_all)) {
       xml += absl::StrFormat("><skipped message=\"%s: %s\"/></testcase>\n",
@@ -279,9 +308,13 @@ std::string JsonSummary(const RunReport& report, const Verdict& verdict) {
       JsonList({report.port_features.begin(), report.port_features.end()}),
       Json(report.features_source), report.cut_compared ? "true" : "false");
   json += absl::StrFormat(
+      "  \"precision\": %s,\n  \"judged_within_bound\": %s,\n"
+      "  \"within_precision\": %d,\n"
       "  \"passed\": %d,\n  \"failed\": %d,\n  \"skipped\": %d,\n  \"not_run\": %d,\n"
       "  \"excluded\": %d,\n  \"unexpected\": %d,\n  \"require_all\": %s,\n"
       "  \"seconds\": %.3f,\n  \"cases\": [\n",
+      Json(PortPrecisionName(report.precision)),
+      report.judged_within_bound ? "true" : "false", all.within,
       all.passed, all.failed, all.skipped, all.not_run, report.excluded.size(),
       verdict.failures.size(), verdict.require_all ? "true" : "false",
       report.seconds);

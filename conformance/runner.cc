@@ -13,6 +13,7 @@
 #include "cc/version.h"
 #include "conformance/port.h"
 #include "conformance/port_text.h"
+#include "conformance/precision_judge.h"
 #include "tools/vectors/features.h"
 
 namespace kvspec {
@@ -204,6 +205,19 @@ bool IsRegistered(const std::string& name) {
   return false;
 }
 
+// spec/protocol.md#precision: a hello's precision; nullopt for a value the
+// runner does not know.
+std::optional<Precision> PrecisionOf(v1::Precision precision) {
+  switch (precision) {
+    case v1::PRECISION_UNSPECIFIED:
+    case v1::BINARY64: return Precision::kBinary64;
+    case v1::BINARY32: return Precision::kBinary32;
+    case v1::BFLOAT16: return Precision::kBfloat16;
+    case v1::FLOAT16: return Precision::kFloat16;
+    default: return std::nullopt;
+  }
+}
+
 double Seconds(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
       .count();
@@ -214,6 +228,7 @@ double Seconds(std::chrono::steady_clock::time_point start) {
 std::string OutcomeName(Outcome outcome) {
   switch (outcome) {
     case Outcome::kPass: return "pass";
+    case Outcome::kWithinPrecision: return "within precision";
     case Outcome::kMismatch: return "mismatch";
     case Outcome::kWrongAccept: return "wrong accept";
     case Outcome::kWrongReject: return "wrong reject";
@@ -233,7 +248,7 @@ bool ParseOutcome(const std::string& text, Outcome& outcome) {
   for (char& c : normal) {
     if (c == '-' || c == '_') c = ' ';
   }
-  for (Outcome o : {Outcome::kPass, Outcome::kMismatch, Outcome::kWrongAccept,
+  for (Outcome o : {Outcome::kPass, Outcome::kWithinPrecision, Outcome::kMismatch, Outcome::kWrongAccept,
                     Outcome::kWrongReject, Outcome::kSkipped, Outcome::kError,
                     Outcome::kCrash, Outcome::kTimeout, Outcome::kProtocolError,
                     Outcome::kNotRun, Outcome::kNotReached}) {
@@ -430,6 +445,23 @@ class Session {
     }
     *hello = reply.hello();
     compare_subjects_ = ComparesSubjects(hello->spec_version());
+    // spec/protocol.md#precision: a value this runner does not know is
+    // refused, never taken for binary64.
+    const std::optional<Precision> score = PrecisionOf(hello->score_precision());
+    const std::optional<Precision> accumulate =
+        hello->accumulate_precision() == v1::PRECISION_UNSPECIFIED
+            ? score
+            : PrecisionOf(hello->accumulate_precision());
+    if (!score.has_value() || !accumulate.has_value()) {
+      return Fail(absl::StrFormat(
+          "its hello declares score_precision %d and accumulate_precision %d; "
+          "this runner knows 0 to 4 (spec/protocol.md#precision)",
+          static_cast<int>(hello->score_precision()),
+          static_cast<int>(hello->accumulate_precision())));
+    }
+    precision_ = PortPrecision{*score, *accumulate};
+    judged_within_bound_ =
+        !(precision_ == PortPrecision{} && options_.strict_binary64);
     // What the port names itself is port text: kept safe for the reports.
     hello->set_port_name(PortText(hello->port_name(), kPortNameBytes));
     hello->set_language(PortText(hello->language(), kPortNameBytes));
@@ -531,6 +563,12 @@ class Session {
                 : CompareLogs(WithoutCuts(loaded.vector->expected()),
                               WithoutCuts(response.log()), replay, report.detail,
                               &divergence, compare_subjects_);
+        // spec/protocol.md#precision: a difference at a step, from a port
+        // judged within its bound.
+        if (report.outcome != Outcome::kPass && judged_within_bound_ &&
+            divergence.step >= 0) {
+          JudgePrecision(loaded, response.log(), report);
+        }
         if (report.outcome == Outcome::kPass) {
           report.replay.clear();
         } else {
@@ -554,12 +592,41 @@ class Session {
 
   void Stop() { port_.reset(); }
 
+  const PortPrecision& precision() const { return precision_; }
+  bool judged_within_bound() const { return judged_within_bound_; }
+
  private:
   absl::Status Fail(const std::string& why) {
     port_->Kill();
     return absl::FailedPreconditionError(absl::StrFormat(
         "port '%s': %s; it %s. Its stderr ended with:\n%s", options_.port_command,
         why, port_->ExitDescription(), port_->stderr_tail()));
+  }
+
+  void JudgePrecision(const vectors::LoadedCase& loaded, const kvspec::v1::EvictionLog& log,
+                      CaseReport& report) {
+    const PrecisionJudgement judged =
+        JudgeWithinPrecision(loaded, log, precision_, options_.compare_cut);
+    switch (judged.verdict) {
+      case PrecisionVerdict::kExact:
+        report.detail += absl::StrFormat(
+            "\n  the case is exact at %s (spec/arithmetic.md#exact-cases): judged bit "
+            "for bit", PortPrecisionName(precision_));
+        return;
+      case PrecisionVerdict::kPass:
+        report.outcome = Outcome::kPass;
+        report.within_bound = true;
+        report.detail.clear();
+        return;
+      case PrecisionVerdict::kWithin:
+        report.outcome = Outcome::kWithinPrecision;
+        report.detail = judged.detail + "\n  replay: " + report.replay;
+        return;
+      case PrecisionVerdict::kMismatch:
+        report.detail += "\n  judged within the bound of " +
+                         PortPrecisionName(precision_) + ": " + judged.detail;
+        return;
+    }
   }
 
   bool Broken(CaseReport& report, Outcome outcome, const std::string& why) {
@@ -575,6 +642,9 @@ class Session {
   uint64_t seq_ = 0;
   // spec/harness.md#subjects: judged for a port of 0.11.0 or later.
   bool compare_subjects_ = true;
+  // spec/protocol.md#precision: from the hello.
+  PortPrecision precision_;
+  bool judged_within_bound_ = false;
 };
 
 }  // namespace
@@ -659,6 +729,8 @@ absl::StatusOr<RunReport> RunConformance(const vectors::VectorSet& set,
   const auto run_start = std::chrono::steady_clock::now();
   Session session(options);
   if (absl::Status status = session.Start(&report.hello); !status.ok()) return status;
+  report.precision = session.precision();
+  report.judged_within_bound = session.judged_within_bound();
   // spec/protocol.md#features: what the port implements.
   const std::string& port_version = report.hello.spec_version();
   if (!vectors::ParseVersion(port_version).has_value()) {
@@ -730,6 +802,7 @@ absl::StatusOr<RunReport> RunConformance(const vectors::VectorSet& set,
     }
     case_report.seconds = Seconds(start);
     if (case_report.outcome != Outcome::kPass &&
+        case_report.outcome != Outcome::kWithinPrecision &&
         case_report.outcome != Outcome::kSkipped &&
         case_report.outcome != Outcome::kNotRun &&
         case_report.outcome != Outcome::kNotReached) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cc/precision.h"
 #include "spec/conformance.pb.h"
 #include "tools/vectors/load.h"
 
@@ -23,6 +24,10 @@ inline constexpr uint32_t kProtocolVersion = 1;
 // spec/protocol.md#outcomes.
 enum class Outcome {
   kPass,
+  // spec/protocol.md#precision: a port of lower precision whose log first
+  // departs from the vector's where its precision cannot decide, by
+  // exchanging positions inside the band. Counted apart; not a failure.
+  kWithinPrecision,
   kMismatch,
   kWrongAccept,
   kWrongReject,
@@ -77,6 +82,11 @@ struct RunnerOptions {
   // engine adapter whose engine computes no ranking it could report
   // (conformance/engines/README.md); the reports say so.
   bool compare_cut = true;
+  // spec/protocol.md#precision: a port that declares binary64 (or nothing)
+  // is judged bit for bit, and never `within precision`. false
+  // (--nostrict_binary64): judged within binary64's bound, like a port of
+  // lower precision, for one that sums in another order.
+  bool strict_binary64 = true;
   // Called after each case (progress reports).
   std::function<void(size_t done, size_t total)> progress;
 };
@@ -121,6 +131,9 @@ struct CaseReport {
   std::string description;
   std::vector<std::string> flags;
   std::string configuration;
+  // A pass whose cut scores agree within the port's bound, not bit for bit
+  // (spec/protocol.md#precision).
+  bool within_bound = false;
 };
 
 struct Exclusion {
@@ -142,6 +155,11 @@ struct RunReport {
   std::vector<std::string> unknown_features;
   // RunnerOptions::compare_cut: false when the run left cuts out (--nocut).
   bool cut_compared = true;
+  // spec/protocol.md#precision: what the port declared, and whether the
+  // run judged it within its bound (a precision below binary64, or
+  // --nostrict_binary64) rather than bit for bit.
+  PortPrecision precision;
+  bool judged_within_bound = false;
   // Wall time of the whole run, port start-up included.
   double seconds = 0.0;
   std::vector<CaseReport> cases;

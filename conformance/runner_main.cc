@@ -61,6 +61,12 @@ ABSL_FLAG(bool, cut, true,
           "--nocut: ask for none and compare logs with every cut left out, "
           "for an engine adapter whose engine ranks nothing it could report "
           "(conformance/engines/README.md); the reports say so.");
+ABSL_FLAG(bool, strict_binary64, true,
+          "A port whose hello declares binary64 (or no precision) is judged "
+          "bit for bit and never 'within precision'. --nostrict_binary64: "
+          "judge it within binary64's error bound, like a port of lower "
+          "precision (spec/protocol.md#precision), for one that sums in "
+          "another order.");
 ABSL_FLAG(std::string, junit, "", "Also write a JUnit XML report to this file.");
 ABSL_FLAG(std::string, json, "", "Also write a JSON summary to this file.");
 ABSL_FLAG(std::string, decode, "",
@@ -215,6 +221,7 @@ int Main() {
   }
   options.require_all = absl::GetFlag(FLAGS_require_all);
   options.compare_cut = absl::GetFlag(FLAGS_cut);
+  options.strict_binary64 = absl::GetFlag(FLAGS_strict_binary64);
   options.shard_total = std::max(1, EnvInt("TEST_TOTAL_SHARDS", 1));
   options.shard_index = EnvInt("TEST_SHARD_INDEX", 0);
   if (const char* status_file = std::getenv("TEST_SHARD_STATUS_FILE")) {

@@ -667,6 +667,47 @@ TEST(Runner, ASpecVersionThatDoesNotParseIsRefused) {
       << report.status();
 }
 
+// spec/protocol.md#precision: a precision the runner does not know fails
+// the handshake; a known one is judged within its bound and said so.
+TEST(Runner, AnUnknownPrecisionIsRefused) {
+  RunnerOptions options = Fake("none", "none");
+  options.port_command += " --precision=9";
+  const auto report = RunConformance(Vectors(), options);
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.status().message().find("score_precision 9"), absl::string_view::npos)
+      << report.status();
+  options = Fake("none", "none");
+  options.port_command += " --precision=3/7";
+  EXPECT_FALSE(RunConformance(Vectors(), options).ok());
+}
+
+TEST(Runner, ADeclaredPrecisionIsJudgedWithinItsBound) {
+  RunnerOptions options = Fake("none", "none");
+  options.port_command += " --precision=3/2";  // bfloat16 into binary32
+  const auto report = RunConformance(Vectors(), options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->judged_within_bound);
+  EXPECT_EQ(PortPrecisionName(report->precision), "bfloat16 (accumulate binary32)");
+  for (const CaseReport& c : report->cases) EXPECT_EQ(c.outcome, Outcome::kPass) << c.id;
+  const std::string text = TextReport(*report, Judge(*report, {}));
+  EXPECT_NE(text.find(absl::StrFormat("%d passed, 0 within precision, 0 failed",
+                                      report->cases.size())),
+            std::string::npos)
+      << text;
+  EXPECT_NE(JsonSummary(*report, Judge(*report, {})).find("\"within_precision\": 0"),
+            std::string::npos);
+  // Declaring binary64 outright is the default, judged bit for bit.
+  options = Fake("none", "none");
+  options.port_command += " --precision=1";
+  const auto strict = RunConformance(Vectors(), options);
+  ASSERT_TRUE(strict.ok()) << strict.status();
+  EXPECT_FALSE(strict->judged_within_bound);
+  options.strict_binary64 = false;
+  const auto relaxed = RunConformance(Vectors(), options);
+  ASSERT_TRUE(relaxed.ok()) << relaxed.status();
+  EXPECT_TRUE(relaxed->judged_within_bound);
+}
+
 TEST(Runner, UnknownFeaturesAreRunAndReported) {
   RunnerOptions options;
   options.port_command = Binary("partial_port") +

@@ -39,7 +39,7 @@ protoc --proto_path=. --cpp_out="$work" spec/kvspec.proto || exit 2
 
 sources=(
   cc/errors.cc cc/text.cc cc/rng.cc cc/spans.cc cc/policy.cc cc/registry.cc
-  cc/harness.cc cc/kept_sets.cc cc/scenario_checks.cc cc/heads.cc
+  cc/harness.cc cc/kept_sets.cc cc/scenario_checks.cc cc/heads.cc cc/precision.cc
   cc/presets.cc cc/trace.cc cc/proto_convert.cc cc/sha256.cc
   cc/policies/full.cc cc/policies/window.cc cc/policies/streamingllm.cc
   cc/policies/h2o.cc cc/policies/tova.cc cc/policies/snapkv.cc

@@ -71,6 +71,18 @@ int main(int argc, char** argv) {
         reply.mutable_hello()->set_spec_version(v);
       }
       if (mode == "bad_version") reply.mutable_hello()->set_protocol_version(2);
+      // --precision=S/A: declares score and accumulate precisions by their
+      // enum numbers (spec/protocol.md#precision), known or not.
+      if (const std::string p = Arg(argc, argv, "precision"); !p.empty()) {
+        const size_t slash = p.find('/');
+        reply.mutable_hello()->set_score_precision(
+            static_cast<kvspec::conformance::v1::Precision>(std::atoi(p.c_str())));
+        if (slash != std::string::npos) {
+          reply.mutable_hello()->set_accumulate_precision(
+              static_cast<kvspec::conformance::v1::Precision>(
+                  std::atoi(p.c_str() + slash + 1)));
+        }
+      }
       if (mode == "nasty_text") {
         // A NUL and control bytes in its name (proto3 strings are UTF-8:
         // invalid UTF-8 would not parse at all, so it goes to stderr).

@@ -22,6 +22,7 @@
 #include "tools/search/generator.h"
 #include "tools/census/examples.h"
 #include "tools/census/margins.h"
+#include "tools/census/precision.h"
 #include "tools/census/subjects.h"
 #include "tools/vectors/load.h"
 
@@ -138,6 +139,13 @@ int Main(const std::vector<char*>& args) {
           gap, combinations.search.at(gap), combinations.search_cases - 1));
     }
     std::printf("%s\n", audit::CensusTable(result).c_str());
+    // spec/vectors.md#precision: the stored margins and terms, and every
+    // flag's cases robust at each precision.
+    const audit::PrecisionCensus precision =
+        audit::MeasurePrecision(kept, result.decided_cases);
+    std::printf("%s\n", audit::PrecisionTable(precision).c_str());
+    result.failures.insert(result.failures.end(), precision.failures.begin(),
+                           precision.failures.end());
     for (const std::string& note : result.notes) {
       std::printf("note: %s\n", note.c_str());
     }

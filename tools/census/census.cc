@@ -40,6 +40,7 @@ CensusResult RunCensus(const vectors::VectorSet& set) {
       if (Decides(flag, c, &note)) {
         ++result.decided[{flag, c.config.name}];
         ++result.decided_total[flag];
+        result.decided_cases.insert({loaded.vector->id(), flag});
         if (!note.empty()) {
           result.notes.push_back(absl::StrCat("case ", loaded.vector->id(), ": ", note));
         }

@@ -12,6 +12,7 @@
 #define KVSPEC_TOOLS_CENSUS_CENSUS_H_
 
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -93,6 +94,8 @@ struct CensusResult {
   std::map<std::pair<std::string, std::string>, int> decided;
   // flag -> cases it decided, whatever the policy (an unknown one included).
   std::map<std::string, int> decided_total;
+  // (case id, flag) for every flag that decided its case.
+  std::set<std::pair<std::string, std::string>> decided_cases;
   // Problems that fail the census: a flag on a case that it did not decide;
   // a required (flag, policy) that decided no case.
   std::vector<std::string> failures;

@@ -5,49 +5,17 @@
 #include <limits>
 
 #include "absl/strings/str_format.h"
+#include "cc/precision.h"
 #include "cc/registry.h"
 #include "tools/census/census_internal.h"
 
 namespace kvspec {
 namespace audit {
 
-namespace {
-
-double Relative(double v, double s) {
-  if (s == v) return 0.0;
-  return (s - v) / std::max(std::fabs(s), std::fabs(v));
-}
-
-}  // namespace
-
 std::optional<double> DecisionMargin(const RankingObservation& ranking) {
-  const std::vector<RankedPair>& r = ranking.ranking;
-  if (!ranking.joint) {
-    // An own ranking evicts a prefix: the last victim, then the first survivor.
-    size_t victims = 0;
-    while (victims < r.size() && r[victims].evicted) ++victims;
-    if (victims == 0 || victims == r.size()) return std::nullopt;
-    return Relative(r[victims - 1].score, r[victims].score);
-  }
-  // A joint ranking: the last pair the walk took, and the first later pair
-  // it left that it could have taken instead, its set above the floor once
-  // the last pair is given back.
-  size_t last = r.size();
-  std::vector<int64_t> counts(ranking.kept_before.begin(), ranking.kept_before.end());
-  for (size_t i = 0; i < r.size(); ++i) {
-    if (!r[i].evicted) continue;
-    last = i;
-    if (r[i].set < counts.size()) --counts[r[i].set];
-  }
-  if (last == r.size()) return std::nullopt;
-  for (size_t i = last + 1; i < r.size(); ++i) {
-    if (r[i].evicted || r[i].set >= counts.size()) continue;
-    const int64_t count = counts[r[i].set] + (r[i].set == r[last].set ? 1 : 0);
-    if (count > static_cast<int64_t>(ranking.floor)) {
-      return Relative(r[last].score, r[i].score);
-    }
-  }
-  return std::nullopt;
+  const std::optional<Decision> decision = DecisionOf(ranking);
+  if (!decision.has_value()) return std::nullopt;
+  return RelativeMargin(*decision);
 }
 
 int MarginBucket(double margin) {

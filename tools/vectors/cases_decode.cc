@@ -491,6 +491,10 @@ void AddScoreCases(SuiteBuilder& b) {
            "stationary rows: pool_kernel 1 evicts what tova evicts",
            snapkv(24, 16, obs, 1), "stationary-200");
   }
+  // Dyadic weights: exact at every precision (spec/arithmetic.md#exact-cases).
+  b.Case("snapkv/neighbour/tova-dyadic", {"neighbour.snapkv-tova"},
+         "a one-step window without pooling is tova: 1 (0.125) goes",
+         snapkv(4, 1, 1, 1), "pool-defends");
   b.Case("snapkv/neighbour/tova-obs-1-canonical",
          {"neighbour.snapkv-tova", "canonical-trace"},
          "a one-step window without pooling is tova on any scenario",

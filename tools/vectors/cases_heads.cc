@@ -410,6 +410,14 @@ void AddHeadCases(SuiteBuilder& b) {
          P("snapkv", {{"budget", 4}, {"recent_window", 1}, {"obs_window", 1},
                       {"pool_kernel", 3}}),
          "heads-pool-then-combine");
+  // The same rule where no score is divided: exact at every precision
+  // (spec/arithmetic.md#exact-cases), so a bfloat16 port is judged on it.
+  b.Case("snapkv/heads/scores-then-combine-sum", {"heads.scores-then-combine"},
+         "each head pools its own sums, then the sum: 0, 1 and 3 tie at 1.0 "
+         "and 0 goes (pooling the summed row would evict 3)",
+         P("snapkv", {{"budget", 4}, {"recent_window", 1}, {"obs_window", 1},
+                      {"pool_kernel", 3}, {"aggregation", 2}}),
+         "heads-pool-then-combine");
   // Policies that do not read attention keep one set (heads.md).
   b.Case("window/heads/one-set", {"heads.one-set"},
          "four heads, one kept set: the log has no per-set records",

@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "cc/precision.h"
 #include "cc/proto_convert.h"
 #include "cc/sha256.h"
 #include "cc/version.h"
@@ -164,9 +165,20 @@ absl::StatusOr<std::vector<GeneratedFile>> GenerateVectorFiles(
         flag_versions.push_back(FindFlag(flag)->since);
       }
       out->set_since(CaseSince(out->policy(), wire[c->scenario_id], flag_versions));
-      const RunResult result = RunScenario(
-          c->policy, scenarios[c->scenario_id], RunOptions{/*record_cut=*/true});
+      // spec/vectors.md#precision: the score terms, and the smallest margin
+      // of the decisions the reference's rankings make.
+      std::optional<double> min_margin;
+      RunOptions options{/*record_cut=*/true};
+      options.on_ranking = [&min_margin](int64_t, const RankingObservation& o) {
+        const std::optional<Decision> decision = DecisionOf(o);
+        if (!decision.has_value()) return;
+        const double margin = RelativeMargin(*decision);
+        if (!min_margin.has_value() || margin < *min_margin) min_margin = margin;
+      };
+      const RunResult result = RunScenario(c->policy, scenarios[c->scenario_id], options);
       *out->mutable_expected() = ToProto(result);
+      out->set_score_terms(ScoreTerms(c->policy, scenarios[c->scenario_id]));
+      if (min_margin.has_value()) out->set_min_margin(*min_margin);
     }
     all_scenarios_used.insert(used.begin(), used.end());
     for (const auto& [suffix, bytes] :

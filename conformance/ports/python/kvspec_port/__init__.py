@@ -8,10 +8,11 @@ column totals (spec/prefill.md), spans, position ids and the context shift
 and the conformance testee (spec/protocol.md).
 """
 
-SPEC_VERSION = "0.14.0"
+SPEC_VERSION = "0.15.0"
 # The features this port implements: all of spec/features.md#the-list, and
 # `triggers` (spec/triggers.md, 0.12.0) and `blocks` (spec/blocks.md, 0.13.0).
-# Spec 0.14.0 adds a policy (`openvino`) and no feature.
+# Spec 0.14.0 adds a policy (`openvino`) and no feature; 0.15.0 the hello's
+# precision (kvspec_port/precision.py), and no feature.
 FEATURES = ("decode", "trace", "heads", "trace-heads", "adaptive", "prefill", "spans",
             "contextshift", "totals", "triggers", "blocks")
 PROTOCOL_VERSION = 1

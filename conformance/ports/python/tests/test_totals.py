@@ -68,7 +68,7 @@ DECOY = [[0.0, 0.0, 1.0]]
 # -- The version and the hello (spec/features.md#the-list) --------------------
 
 def test_version_and_feature():
-    assert SPEC_VERSION == "0.14.0"
+    assert SPEC_VERSION == "0.15.0"
     # triggers: spec 0.12.0; blocks: spec 0.13.0.
     assert FEATURES[-3:] == ("totals", "triggers", "blocks")
     assert list(hello_reply().hello.features)[-4:] == ["contextshift", "totals", "triggers", "blocks"]

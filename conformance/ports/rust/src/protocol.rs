@@ -57,6 +57,9 @@ pub fn hello_reply() -> conf::HelloReply {
         port_version: env!("CARGO_PKG_VERSION").to_string(),
         policies: REGISTRY.iter().map(|s| s.to_string()).collect(),
         features: crate::FEATURES.iter().map(|s| s.to_string()).collect(),
+        // spec/protocol.md#precision (0.15.0): the precisions left unset,
+        // binary64, which is what this port computes in.
+        ..Default::default()
     }
 }
 
@@ -421,7 +424,7 @@ mod tests {
         // spec/README.md#policies; spec 0.14.0 adds `openvino`, after
         // `random`.
         let hello = hello_reply();
-        assert_eq!(hello.spec_version, "0.14.0");
+        assert_eq!(hello.spec_version, "0.15.0");
         assert_eq!(
             hello.policies,
             ["full", "window", "streamingllm", "h2o", "tova", "snapkv", "random", "openvino"].map(String::from)
@@ -433,7 +436,7 @@ mod tests {
         // spec/spans.md#the-log: with spans 1 each step carries its spans
         // and held set whatever want_cut; the hello declares the feature.
         assert!(hello_reply().features.iter().any(|f| f == "spans"));
-        assert_eq!(hello_reply().spec_version, "0.14.0");
+        assert_eq!(hello_reply().spec_version, "0.15.0");
         // spec 0.9.0: "contextshift" right after "spans"; spec 0.10.0:
         // "totals" after it; spec 0.12.0: "triggers"; spec 0.13.0:
         // "blocks", last (spec/features.md#the-list).

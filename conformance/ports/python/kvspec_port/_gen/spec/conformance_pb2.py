@@ -14,27 +14,29 @@ _sym_db = _symbol_database.Default()
 from spec import kvspec_pb2 as spec_dot_kvspec__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16spec/conformance.proto\x12\x15kvspec.conformance.v1\x1a\x11spec/kvspec.proto\"7\n\x05Hello\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x14\n\x0cspec_version\x18\x02 \x01(\t\"\x9b\x01\n\nHelloReply\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x14\n\x0cspec_version\x18\x02 \x01(\t\x12\x11\n\tport_name\x18\x03 \x01(\t\x12\x10\n\x08language\x18\x04 \x01(\t\x12\x14\n\x0cport_version\x18\x05 \x01(\t\x12\x10\n\x08policies\x18\x06 \x03(\t\x12\x10\n\x08\x66\x65\x61tures\x18\x07 \x03(\t\"\x89\x01\n\x07Request\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\x0f\n\x07\x63\x61se_id\x18\x02 \x01(\t\x12\'\n\x06policy\x18\x03 \x01(\x0b\x32\x17.kvspec.v1.PolicyConfig\x12%\n\x08scenario\x18\x04 \x01(\x0b\x32\x13.kvspec.v1.Scenario\x12\x10\n\x08want_cut\x18\x05 \x01(\x08\"\x19\n\x07Skipped\x12\x0e\n\x06reason\x18\x01 \x01(\t\"\x1f\n\x0cRuntimeError\x12\x0f\n\x07message\x18\x01 \x01(\t\"\xb1\x01\n\x08Response\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12%\n\x03log\x18\x02 \x01(\x0b\x32\x16.kvspec.v1.EvictionLogH\x00\x12\x31\n\x07skipped\x18\x03 \x01(\x0b\x32\x1e.kvspec.conformance.v1.SkippedH\x00\x12\x34\n\x05\x65rror\x18\x04 \x01(\x0b\x32#.kvspec.conformance.v1.RuntimeErrorH\x00\x42\x08\n\x06result\"|\n\rRunnerMessage\x12-\n\x05hello\x18\x01 \x01(\x0b\x32\x1c.kvspec.conformance.v1.HelloH\x00\x12\x31\n\x07request\x18\x02 \x01(\x0b\x32\x1e.kvspec.conformance.v1.RequestH\x00\x42\t\n\x07message\"\x81\x01\n\x0bPortMessage\x12\x32\n\x05hello\x18\x01 \x01(\x0b\x32!.kvspec.conformance.v1.HelloReplyH\x00\x12\x33\n\x08response\x18\x02 \x01(\x0b\x32\x1f.kvspec.conformance.v1.ResponseH\x00\x42\t\n\x07messageb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16spec/conformance.proto\x12\x15kvspec.conformance.v1\x1a\x11spec/kvspec.proto\"7\n\x05Hello\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x14\n\x0cspec_version\x18\x02 \x01(\t\"\x96\x02\n\nHelloReply\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x14\n\x0cspec_version\x18\x02 \x01(\t\x12\x11\n\tport_name\x18\x03 \x01(\t\x12\x10\n\x08language\x18\x04 \x01(\t\x12\x14\n\x0cport_version\x18\x05 \x01(\t\x12\x10\n\x08policies\x18\x06 \x03(\t\x12\x10\n\x08\x66\x65\x61tures\x18\x07 \x03(\t\x12\x39\n\x0fscore_precision\x18\x08 \x01(\x0e\x32 .kvspec.conformance.v1.Precision\x12>\n\x14\x61\x63\x63umulate_precision\x18\t \x01(\x0e\x32 .kvspec.conformance.v1.Precision\"\x89\x01\n\x07Request\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\x0f\n\x07\x63\x61se_id\x18\x02 \x01(\t\x12\'\n\x06policy\x18\x03 \x01(\x0b\x32\x17.kvspec.v1.PolicyConfig\x12%\n\x08scenario\x18\x04 \x01(\x0b\x32\x13.kvspec.v1.Scenario\x12\x10\n\x08want_cut\x18\x05 \x01(\x08\"\x19\n\x07Skipped\x12\x0e\n\x06reason\x18\x01 \x01(\t\"\x1f\n\x0cRuntimeError\x12\x0f\n\x07message\x18\x01 \x01(\t\"\xb1\x01\n\x08Response\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12%\n\x03log\x18\x02 \x01(\x0b\x32\x16.kvspec.v1.EvictionLogH\x00\x12\x31\n\x07skipped\x18\x03 \x01(\x0b\x32\x1e.kvspec.conformance.v1.SkippedH\x00\x12\x34\n\x05\x65rror\x18\x04 \x01(\x0b\x32#.kvspec.conformance.v1.RuntimeErrorH\x00\x42\x08\n\x06result\"|\n\rRunnerMessage\x12-\n\x05hello\x18\x01 \x01(\x0b\x32\x1c.kvspec.conformance.v1.HelloH\x00\x12\x31\n\x07request\x18\x02 \x01(\x0b\x32\x1e.kvspec.conformance.v1.RequestH\x00\x42\t\n\x07message\"\x81\x01\n\x0bPortMessage\x12\x32\n\x05hello\x18\x01 \x01(\x0b\x32!.kvspec.conformance.v1.HelloReplyH\x00\x12\x33\n\x08response\x18\x02 \x01(\x0b\x32\x1f.kvspec.conformance.v1.ResponseH\x00\x42\t\n\x07message*]\n\tPrecision\x12\x19\n\x15PRECISION_UNSPECIFIED\x10\x00\x12\x0c\n\x08\x42INARY64\x10\x01\x12\x0c\n\x08\x42INARY32\x10\x02\x12\x0c\n\x08\x42\x46LOAT16\x10\x03\x12\x0b\n\x07\x46LOAT16\x10\x04\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'spec.conformance_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
+  _PRECISION._serialized_start=1044
+  _PRECISION._serialized_end=1137
   _HELLO._serialized_start=68
   _HELLO._serialized_end=123
   _HELLOREPLY._serialized_start=126
-  _HELLOREPLY._serialized_end=281
-  _REQUEST._serialized_start=284
-  _REQUEST._serialized_end=421
-  _SKIPPED._serialized_start=423
-  _SKIPPED._serialized_end=448
-  _RUNTIMEERROR._serialized_start=450
-  _RUNTIMEERROR._serialized_end=481
-  _RESPONSE._serialized_start=484
-  _RESPONSE._serialized_end=661
-  _RUNNERMESSAGE._serialized_start=663
-  _RUNNERMESSAGE._serialized_end=787
-  _PORTMESSAGE._serialized_start=790
-  _PORTMESSAGE._serialized_end=919
+  _HELLOREPLY._serialized_end=404
+  _REQUEST._serialized_start=407
+  _REQUEST._serialized_end=544
+  _SKIPPED._serialized_start=546
+  _SKIPPED._serialized_end=571
+  _RUNTIMEERROR._serialized_start=573
+  _RUNTIMEERROR._serialized_end=604
+  _RESPONSE._serialized_start=607
+  _RESPONSE._serialized_end=784
+  _RUNNERMESSAGE._serialized_start=786
+  _RUNNERMESSAGE._serialized_end=910
+  _PORTMESSAGE._serialized_start=913
+  _PORTMESSAGE._serialized_end=1042
 # @@protoc_insertion_point(module_scope)

@@ -1,0 +1,132 @@
+// spec/protocol.md#precision, worked by hand on one h2o step: budget 2,
+// recent_window 1; two positions admitted without attention, then one with
+// the row (w0, w1). Position 2 is protected; 0 and 1 are ranked by w0, w1
+// and the lower goes. The port's log is the reference's, edited.
+#include "conformance/precision_judge.h"
+
+#include "cc/harness.h"
+#include "cc/proto_convert.h"
+#include "gtest/gtest.h"
+
+namespace kvspec {
+namespace conformance {
+namespace {
+
+constexpr PortPrecision kBf16{Precision::kBfloat16, Precision::kBinary32};
+constexpr PortPrecision kF32{Precision::kBinary32, Precision::kBinary32};
+
+struct Fixture {
+  v1::Case vector;
+  v1::Scenario scenario;
+  vectors::LoadedCase loaded() const { return {&vector, &scenario, "test.pb"}; }
+};
+
+Fixture Make(float w0, float w1) {
+  Scenario s;
+  s.id = "s";
+  ScenarioStep first;
+  first.admit = 2;
+  s.steps.push_back(first);
+  ScenarioStep second;
+  second.attention = std::vector<float>{w0, w1};
+  s.steps.push_back(second);
+  const PolicyConfig config{"h2o", {{"budget", 2}, {"recent_window", 1}}, 0};
+  Fixture f;
+  f.scenario = ToProto(s);
+  *f.vector.mutable_policy() = ToProto(config);
+  f.vector.set_id("t/t/t");
+  f.vector.set_score_terms(1);  // one row (spec/arithmetic.md#score-terms)
+  *f.vector.mutable_expected() = ToProto(RunScenario(config, s, RunOptions{true}));
+  return f;
+}
+
+TEST(PrecisionJudge, ReferenceEvictsTheLowerWeight) {
+  const Fixture f = Make(0.3f, 0.30001f);
+  const v1::StepResult& step = f.vector.expected().steps(1);
+  ASSERT_EQ(step.victims_size(), 1);
+  EXPECT_EQ(step.victims(0), 0u);
+  ASSERT_EQ(step.cut_size(), 2);  // the victim, then the one candidate left
+  EXPECT_EQ(step.cut(1).position(), 1u);
+}
+
+// 0.3 and 0.30001 are 3.3e-5 apart, relatively: inside bfloat16's band
+// (about 2^-8 = 0.0039 per score), outside binary32's (about 6 x 2^-24).
+TEST(PrecisionJudge, ExchangeInsideTheBandIsWithinPrecision) {
+  const Fixture f = Make(0.3f, 0.30001f);
+  v1::EvictionLog port = f.vector.expected();
+  v1::StepResult* step = port.mutable_steps(1);
+  step->set_victims(0, 1);
+  step->mutable_cut(0)->set_position(1);
+  step->mutable_cut(1)->set_position(0);
+  PrecisionJudgement j = JudgeWithinPrecision(f.loaded(), port, kBf16, true);
+  EXPECT_EQ(j.verdict, PrecisionVerdict::kWithin) << j.detail;
+  EXPECT_EQ(j.step, 1);
+  EXPECT_NE(j.detail.find("evicts 1"), std::string::npos) << j.detail;
+  j = JudgeWithinPrecision(f.loaded(), port, kF32, true);
+  EXPECT_EQ(j.verdict, PrecisionVerdict::kMismatch) << j.detail;
+}
+
+TEST(PrecisionJudge, ExchangeOutsideTheBandIsAMismatch) {
+  const Fixture f = Make(0.1f, 0.9f);
+  v1::EvictionLog port = f.vector.expected();
+  port.mutable_steps(1)->set_victims(0, 1);
+  const PrecisionJudgement j = JudgeWithinPrecision(f.loaded(), port, kBf16, false);
+  EXPECT_EQ(j.verdict, PrecisionVerdict::kMismatch);
+  EXPECT_NE(j.detail.find("cannot rank"), std::string::npos) << j.detail;
+}
+
+TEST(PrecisionJudge, EvictingAProtectedPositionIsAMismatch) {
+  const Fixture f = Make(0.3f, 0.30001f);
+  v1::EvictionLog port = f.vector.expected();
+  port.mutable_steps(1)->set_victims(0, 2);  // the recent window's
+  EXPECT_EQ(JudgeWithinPrecision(f.loaded(), port, kBf16, false).verdict,
+            PrecisionVerdict::kMismatch);
+}
+
+// Cut scores: 0.3 x (1 + 2^-20) is inside bfloat16's bound and outside
+// binary32's (about 3.6e-7), and still below 0.30001; 0.3 x 1.1 is outside
+// both.
+TEST(PrecisionJudge, CutScoresWithinTheBoundPass) {
+  const Fixture f = Make(0.3f, 0.30001f);
+  v1::EvictionLog port = f.vector.expected();
+  v1::RankedPosition* victim = port.mutable_steps(1)->mutable_cut(0);
+  const double s = victim->score();
+  victim->set_score(s * (1 + 0x1p-20));
+  EXPECT_EQ(JudgeWithinPrecision(f.loaded(), port, kBf16, true).verdict,
+            PrecisionVerdict::kPass);
+  EXPECT_EQ(JudgeWithinPrecision(f.loaded(), port, kF32, true).verdict,
+            PrecisionVerdict::kMismatch);
+  victim->set_score(s * 1.1);
+  const PrecisionJudgement j = JudgeWithinPrecision(f.loaded(), port, kBf16, true);
+  EXPECT_EQ(j.verdict, PrecisionVerdict::kMismatch);
+  EXPECT_NE(j.detail.find("cut rank 0"), std::string::npos) << j.detail;
+  // Without cuts (--nocut) the scores are not judged.
+  EXPECT_EQ(JudgeWithinPrecision(f.loaded(), port, kBf16, false).verdict,
+            PrecisionVerdict::kPass);
+}
+
+// 0.25 and 0.5 are exact in bfloat16 and sum exactly: judged bit for bit
+// (spec/arithmetic.md#exact-cases).
+TEST(PrecisionJudge, ExactCasesAreLeftToTheExactComparison) {
+  const Fixture f = Make(0.25f, 0.5f);
+  v1::EvictionLog port = f.vector.expected();
+  port.mutable_steps(1)->set_victims(0, 1);
+  EXPECT_EQ(JudgeWithinPrecision(f.loaded(), port, kBf16, true).verdict,
+            PrecisionVerdict::kExact);
+}
+
+TEST(PrecisionJudge, OtherDifferencesAreMismatches) {
+  const Fixture f = Make(0.3f, 0.30001f);
+  v1::EvictionLog port = f.vector.expected();
+  port.mutable_steps(1)->set_query_cache_position(7);
+  EXPECT_EQ(JudgeWithinPrecision(f.loaded(), port, kBf16, true).verdict,
+            PrecisionVerdict::kMismatch);
+  port = f.vector.expected();
+  port.mutable_steps(1)->add_victims(1);  // two victims, not an exchange
+  EXPECT_EQ(JudgeWithinPrecision(f.loaded(), port, kBf16, false).verdict,
+            PrecisionVerdict::kMismatch);
+}
+
+}  // namespace
+}  // namespace conformance
+}  // namespace kvspec
