@@ -91,6 +91,10 @@ if [[ -x "$venv/bin/python" ]]; then
 else
   echo "python-unit: 0 passed, 1 failed (no $venv: run tools/setup.sh)"; status=1
 fi
+# spec/protocol.md#precision: the Python port's binary32, bfloat16-into-
+# binary32 and bfloat16 builds, each with no failure, and a planted rule
+# error in each caught (about 80 s).
+conformance/ports/python/precision_check.sh || status=1
 # Mutation testing, the fixed sample (tools/mutation.sh --sample): every
 # mutant of the sample killed by a vector, or argued in the port's
 # mutants-equivalent.md; the survivors are rerun against the differential

@@ -11,7 +11,7 @@ import sys
 import time
 import traceback
 
-from . import FEATURES, PORT_VERSION, PROTOCOL_VERSION, SPEC_VERSION
+from . import FEATURES, PORT_VERSION, PROTOCOL_VERSION, SPEC_VERSION, precision
 from .harness import run_scenario
 from .policies import REGISTRY
 from .proto import conformance_pb2 as cpb
@@ -49,8 +49,19 @@ def hello_reply() -> "cpb.PortMessage":
     h.port_name = "kvspec-port-python"
     h.language = "python"
     h.port_version = PORT_VERSION
-    h.policies.extend(REGISTRY.keys())
     h.features.extend(FEATURES)
+    if not precision.LOWER:
+        h.policies.extend(REGISTRY.keys())
+        return out
+    # spec/protocol.md#precision: this build's precision, and only the
+    # policies whose scores it rounds (kvspec_port/precision.py).
+    h.policies.extend(n for n in REGISTRY
+                      if n in precision.ROUNDED_POLICIES + precision.UNSCORED_POLICIES)
+    h.port_name = f"kvspec-port-python ({precision.SCORE}/{precision.ACCUMULATE})"
+    if not precision.DECLARED:
+        return out  # judged as binary64, bit for bit: what not declaring costs
+    h.score_precision = cpb.Precision.Value(precision.SCORE.upper())
+    h.accumulate_precision = cpb.Precision.Value(precision.ACCUMULATE.upper())
     return out
 
 
