@@ -79,6 +79,58 @@ TEST(Precision, BfloatAccumulationRunsOutOfBits) {
   EXPECT_GT(mixed.relative, std::ldexp(1.0, -8));
 }
 
+// spec/arithmetic.md#exact-cases, case by case.
+TEST(Precision, ExactCasesNeedDyadicWeightsAFitAndNoDivision) {
+  const PortPrecision bf{Precision::kBfloat16, Precision::kBfloat16};
+  const PortPrecision half{Precision::kFloat16, Precision::kFloat16};
+  const PortPrecision single{Precision::kBinary32, Precision::kBinary32};
+  const auto scenario = [](std::vector<float> row, uint32_t heads = 1) {
+    Scenario s;
+    ScenarioStep first;
+    first.admit = static_cast<uint32_t>(row.size());
+    s.steps.push_back(first);
+    ScenarioStep step;
+    if (heads == 1) {
+      step.attention = row;
+    } else {
+      s.query_heads = heads;
+      s.kv_heads = heads;
+      step.heads.assign(heads, row);
+    }
+    s.steps.push_back(step);
+    return s;
+  };
+  const PolicyConfig h2o{"h2o", {{"budget", 2}, {"recent_window", 1}}, 0};
+  EXPECT_TRUE(ExactAt(bf, h2o, scenario({0.5f, 0.25f, 0.125f})));
+  EXPECT_FALSE(ExactAt(bf, h2o, scenario({0.1f, 0.25f})));  // 0.1 is no dyadic fit
+  // 0.1f is 13421773 x 2^-27: alone it fits binary32's 24 bits; beside
+  // 0.25 the sum, 0.35 x 2^27, does not.
+  EXPECT_TRUE(ExactAt(single, h2o, scenario({0.1f})));
+  EXPECT_FALSE(ExactAt(single, h2o, scenario({0.1f, 0.25f})));
+  // 200 + 100: g = 0, a sum of 300 needs 9 bits: not bfloat16's 8.
+  EXPECT_FALSE(ExactAt(bf, h2o, scenario({200.0f, 100.0f})));
+  EXPECT_TRUE(ExactAt(half, h2o, scenario({200.0f, 100.0f})));
+  // 2^-30 is finer than float16's smallest subnormal, 2^-24.
+  EXPECT_FALSE(ExactAt(half, h2o, scenario({0x1p-30f, 0.5f})));
+  EXPECT_FALSE(ExactAt(half, h2o, scenario({0x1p-30f})));  // fits 11 bits, not the range
+  EXPECT_TRUE(ExactAt(bf, h2o, scenario({0x1p-30f, 0x1p-29f})));
+  // A configuration that divides a sum.
+  EXPECT_FALSE(ExactAt(bf, PolicyConfig{"h2o", {{"budget", 2}, {"recent_window", 1},
+                                                {"normalize", 1}}, 0},
+                       scenario({0.5f, 0.25f})));
+  EXPECT_FALSE(ExactAt(bf, h2o, scenario({0.5f, 0.25f}, 2)));  // the mean of 2 heads
+  EXPECT_TRUE(ExactAt(bf, PolicyConfig{"h2o", {{"budget", 2}, {"recent_window", 1},
+                                               {"aggregation", 2}}, 0},
+                      scenario({0.5f, 0.25f}, 2)));  // their sum
+  EXPECT_FALSE(ExactAt(bf, PolicyConfig{"openvino", {}, 0}, scenario({0.5f, 0.25f})));
+  Scenario trace;  // a generated trace: never taken to be exact
+  trace.trace = TraceConfig{};
+  trace.trace->steps = 8;
+  EXPECT_FALSE(ExactAt(single, PolicyConfig{"tova", {{"budget", 4}}, 0}, trace));
+  EXPECT_TRUE(ExactAt(bf, PolicyConfig{"h2o", {{"budget", 0}}, 0},
+                      scenario({0.1f})));  // refused: ranks nothing
+}
+
 TEST(Precision, SeparatedNeedsBothSidesToStayApart) {
   ErrorBound b;
   b.relative = 0.01;

@@ -96,10 +96,26 @@ TEST(PrecisionJudge, CutScoresWithinTheBoundPass) {
             PrecisionVerdict::kPass);
   EXPECT_EQ(JudgeWithinPrecision(f.loaded(), port, kF32, true).verdict,
             PrecisionVerdict::kMismatch);
+  victim->set_score(s * (1 - 0x1p-20));  // below, as far
+  EXPECT_EQ(JudgeWithinPrecision(f.loaded(), port, kBf16, true).verdict,
+            PrecisionVerdict::kPass);
+  EXPECT_EQ(JudgeWithinPrecision(f.loaded(), port, kF32, true).verdict,
+            PrecisionVerdict::kMismatch);
   victim->set_score(s * 1.1);
   const PrecisionJudgement j = JudgeWithinPrecision(f.loaded(), port, kBf16, true);
   EXPECT_EQ(j.verdict, PrecisionVerdict::kMismatch);
   EXPECT_NE(j.detail.find("cut rank 0"), std::string::npos) << j.detail;
+  // Equal port scores must be in ascending position order.
+  victim->set_score(s);
+  v1::RankedPosition* next = port.mutable_steps(1)->mutable_cut(1);
+  next->set_score(s);
+  EXPECT_EQ(JudgeWithinPrecision(f.loaded(), port, kBf16, true).verdict,
+            PrecisionVerdict::kPass);
+  victim->set_position(1);
+  next->set_position(0);
+  const PrecisionJudgement order = JudgeWithinPrecision(f.loaded(), port, kBf16, true);
+  EXPECT_EQ(order.verdict, PrecisionVerdict::kMismatch);
+  EXPECT_NE(order.detail.find("rank order"), std::string::npos) << order.detail;
   // Without cuts (--nocut) the scores are not judged.
   EXPECT_EQ(JudgeWithinPrecision(f.loaded(), port, kBf16, false).verdict,
             PrecisionVerdict::kPass);
@@ -113,6 +129,57 @@ TEST(PrecisionJudge, ExactCasesAreLeftToTheExactComparison) {
   port.mutable_steps(1)->set_victims(0, 1);
   EXPECT_EQ(JudgeWithinPrecision(f.loaded(), port, kBf16, true).verdict,
             PrecisionVerdict::kExact);
+}
+
+// snapkv with blocks of 2 (budget 4, recent_window 2): four positions, then
+// two more with the row (0.1, 0.1, 0.1, 0.1000001): the block 0..1 scores
+// 0.2, the block 2..3 about 0.2000001, and 0..1 goes. Evicting 2..3 instead
+// is an exchange inside bfloat16's band; evicting position 2 alone is one
+// position where the reference evicts two: a mismatch.
+TEST(PrecisionJudge, APartialBlockIsNotAnExchange) {
+  Scenario s;
+  ScenarioStep four;
+  four.admit = 4;
+  s.steps.push_back(four);
+  ScenarioStep two;
+  two.admit = 2;
+  two.attention = std::vector<float>{0.1f, 0.1f, 0.1f, 0.1000001f};
+  s.steps.push_back(two);
+  const PolicyConfig config{"snapkv", {{"budget", 4}, {"recent_window", 2}, {"block", 2},
+                                       {"pool_kernel", 1}, {"obs_window", 2}}, 0};
+  v1::Case vector;
+  const v1::Scenario scenario = ToProto(s);
+  *vector.mutable_policy() = ToProto(config);
+  vector.set_score_terms(1);
+  *vector.mutable_expected() = ToProto(RunScenario(config, s, RunOptions{true}));
+  ASSERT_EQ(vector.expected().steps(1).victims_size(), 2);
+  EXPECT_EQ(vector.expected().steps(1).victims(0), 0u);
+  const vectors::LoadedCase loaded{&vector, &scenario, "test.pb"};
+  v1::EvictionLog port = vector.expected();
+  port.mutable_steps(1)->clear_victims();
+  port.mutable_steps(1)->add_victims(2);
+  port.mutable_steps(1)->add_victims(3);
+  EXPECT_EQ(JudgeWithinPrecision(loaded, port, kBf16, false).verdict,
+            PrecisionVerdict::kWithin);
+  port.mutable_steps(1)->clear_victims();
+  port.mutable_steps(1)->add_victims(2);
+  EXPECT_EQ(JudgeWithinPrecision(loaded, port, kBf16, false).verdict,
+            PrecisionVerdict::kMismatch);
+}
+
+// spec/arithmetic.md#range: 3e38 and 3.2e38 sum past binary32's largest
+// finite number (about 3.4e38), so a port of bfloat16 into binary32 may
+// overflow: an exchange far outside the band is still within precision.
+TEST(PrecisionJudge, ACaseOutOfRangeIsWithinPrecision) {
+  const Fixture f = Make(3.0e38f, 3.2e38f);
+  v1::EvictionLog port = f.vector.expected();
+  port.mutable_steps(1)->set_victims(0, 1);
+  const PrecisionJudgement j = JudgeWithinPrecision(f.loaded(), port, kBf16, false);
+  EXPECT_EQ(j.verdict, PrecisionVerdict::kWithin);
+  EXPECT_NE(j.detail.find("overflow"), std::string::npos) << j.detail;
+  // binary64 accumulates them without overflow: a mismatch.
+  EXPECT_EQ(JudgeWithinPrecision(f.loaded(), port, PortPrecision{}, false).verdict,
+            PrecisionVerdict::kMismatch);
 }
 
 TEST(PrecisionJudge, OtherDifferencesAreMismatches) {

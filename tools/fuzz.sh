@@ -4,6 +4,8 @@
 # 60), up to one target per core at a time:
 #   frame_fuzzer          conformance/frame.cc: the conformance frames
 #   decode_fuzzer         conformance/decode.cc: runner --decode dumps
+#   judge_fuzzer          conformance/precision_judge.cc: any log a port of
+#                         lower precision sends, judged within its bound
 #   vector_loader_fuzzer  tools/vectors/load.cc: vector files, MANIFEST.json
 #   import_fuzzer         the attention importer (tools/attention/import_attention_lib.h,
 #                         its files in $importer below): .safetensors, .npy
@@ -58,7 +60,8 @@ importer=(tools/attention/import_attention_lib.cc tools/attention/import_interna
           tools/attention/import_plan.cc tools/attention/import_safetensors.cc
           tools/attention/import_sizes.cc tools/attention/import_tensors.cc
           tools/attention/import_weights.cc tools/attention/import_write.cc)
-sources=(conformance/frame.cc conformance/decode.cc tools/vectors/load.cc
+sources=(conformance/frame.cc conformance/decode.cc conformance/precision_judge.cc
+         tools/vectors/load.cc
          "${importer[@]}" tools/simulate/scenario_file.cc tools/files/files.cc
          "$work/spec/kvspec.pb.cc" "$work/spec/conformance.pb.cc"
          conformance/fuzz/*.cc tools/fuzz/*.cc "${reference[@]}")
@@ -87,14 +90,19 @@ link vector_loader_fuzzer conformance/fuzz/vector_loader_fuzzer.cc \
   tools/vectors/load.cc tools/files/files.cc cc/sha256.cc "$work/spec/kvspec.pb.cc"
 link decode_fuzzer conformance/fuzz/decode_fuzzer.cc conformance/decode.cc \
   conformance/frame.cc "$work/spec/kvspec.pb.cc" "$work/spec/conformance.pb.cc"
+link judge_fuzzer conformance/fuzz/judge_fuzzer.cc conformance/precision_judge.cc \
+  "$work/spec/kvspec.pb.cc" "${reference[@]}"
 link import_fuzzer tools/fuzz/import_fuzzer.cc "${importer[@]}" \
   tools/files/files.cc "$work/spec/kvspec.pb.cc" "${reference[@]}"
 link scenario_fuzzer tools/fuzz/scenario_fuzzer.cc tools/simulate/scenario_file.cc \
   "$work/spec/kvspec.pb.cc" "${reference[@]}"
-echo "fuzz: 5 targets built in $SECONDS s ($(nproc) cores); fuzzing each for $seconds s"
+echo "fuzz: 6 targets built in $SECONDS s ($(nproc) cores); fuzzing each for $seconds s"
 
 # Seeds: real frames, real vector files, a real dump.
-mkdir -p "$work/frames" "$work/files" "$work/dumps" "$work/attention" "$work/scenarios"
+mkdir -p "$work/frames" "$work/files" "$work/dumps" "$work/attention" "$work/scenarios" "$work/logs"
+# The judge's seeds: each of its cases' expected logs, written by itself.
+KVSPEC_JUDGE_SEEDS="$work/logs" "$work/judge_fuzzer" -runs=0 "$work/logs" >/dev/null 2>&1 ||
+  missing "judge_fuzzer could not write its seeds" "seed error"
 printf '\x05\x00\x00\x00hello\x00\x00\x00\x00' >"$work/frames/two"
 cp vectors/harness.pb vectors/full.pb vectors/MANIFEST.json "$work/files/"
 cp conformance/fuzz/seed-dump.bin "$work/dumps/"
@@ -256,7 +264,7 @@ run() {  # target, corpus
   echo $? >"$work/$name.exit"
 }
 targets=(frame_fuzzer:frames vector_loader_fuzzer:files decode_fuzzer:dumps
-         import_fuzzer:attention scenario_fuzzer:scenarios)
+         judge_fuzzer:logs import_fuzzer:attention scenario_fuzzer:scenarios)
 for target in "${targets[@]}"; do
   while [[ $(jobs -rp | wc -l) -ge $(nproc) ]]; do wait -n; done
   run "${target%%:*}" "${target##*:}" &
