@@ -26,9 +26,9 @@ trap 'rm -rf "$planted"' EXIT
 # step only; tova keeps an older row when the step's row is odd in length.
 cp -r "$here/kvspec_port" "$planted/h2o"
 cp -r "$here/kvspec_port" "$planted/tova"
-sed -i 's|P.op(np.asarray(self.cumulative, dtype=np.float64) + P.weights(attention))|P.op(np.asarray(self.cumulative, dtype=np.float64) + P.weights(attention) * (len(attention) % 2))|' \
+sed -i 's|self.cumulative = np.asarray(self.cumulative, dtype=np.float64) + np.asarray(attention, dtype=np.float64)|self.cumulative = np.asarray(self.cumulative, dtype=np.float64) + np.asarray(attention, dtype=np.float64) * (len(attention) % 2)|' \
   "$planted/h2o/policies/h2o.py"
-sed -i 's|        self.latest = P.weights(attention)  # exact but below binary32 (precision.py)|        self.latest = P.weights(attention) if len(attention) % 2 == 0 else np.concatenate((np.asarray(self.latest, dtype=np.float64), np.zeros(0)))|' \
+sed -i 's|        self.latest = np.asarray(attention, dtype=np.float64)|        self.latest = np.asarray(attention, dtype=np.float64) if len(attention) % 2 == 0 else np.asarray(self.latest, dtype=np.float64)|' \
   "$planted/tova/policies/tova.py"
 for name in h2o tova; do
   if cmp -s "$here/kvspec_port/policies/$name.py" "$planted/$name/policies/$name.py"; then

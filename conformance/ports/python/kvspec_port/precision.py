@@ -3,20 +3,24 @@
 spec/arithmetic.md#ports-of-lower-precision and spec/protocol.md#precision.
 The environment variable KVSPEC_PORT_PRECISION selects it when the port
 starts: unset or "binary64" is the port as the spec pins it; "binary32",
-"bfloat16" or "float16" reads weights in that precision and carries every
-operation in it; "<score>/<accumulate>" (for example "bfloat16/binary32", a
-bfloat16 model's weights summed into binary32, as GPU kernels keep them)
-reads weights in the first and carries operations in the second.
+"bfloat16" or "float16" reads weights in that precision and keeps scores in
+it; "<score>/<accumulate>" (for example "bfloat16/binary32", a bfloat16
+model's weights summed into binary32, as GPU kernels keep them) reads
+weights in the first and keeps scores in the second.
 
-Only `h2o` and `tova` round their scores this way; a port built with a
-precision below binary64 declares it in its hello and lists only those two
-and the policies that rank by no score, so the runner judges it within the
-bound the spec gives (the other policies would still compute in binary64).
-KVSPEC_PORT_PRECISION_UNDECLARED=1 leaves the precision out of the hello,
-to show what a port that does not declare it gets: judged bit for bit.
-The emulation rounds each binary64 result once, to nearest, ties to even:
-for + - * / of two operands of the narrower format that is the correctly
-rounded result (binary64 has more than twice their bits plus two).
+Only `h2o` and `tova` round this way: `rounded` below wraps their classes in
+the registry (kvspec_port/policies/__init__.py), so the policies' own code,
+and its mutation tests, stay the binary64 port's. Such a build reads every
+weight and column total in the score precision and keeps its running scores
+in the accumulate precision: after each step's recording its scores are
+rounded once (a step's own sums and quotients are carried in binary64:
+fewer roundings than spec/arithmetic.md#the-bound allows for). A port built
+with a precision below binary64 declares it in its hello and lists only
+those two and the policies that rank by no score, so the runner judges it
+within the bound the spec gives (the other policies would still compute in
+binary64). KVSPEC_PORT_PRECISION_UNDECLARED=1 leaves the precision out of
+the hello, to show what a port that does not declare it gets: judged bit
+for bit. Each rounding is from binary64, to nearest, ties to even.
 """
 
 from __future__ import annotations
@@ -62,6 +66,30 @@ LOWER = (SCORE, ACCUMULATE) != ("binary64", "binary64")
 # KVSPEC_PORT_PRECISION_UNDECLARED=1: the build computes in its precision
 # but its hello declares none (conformance/README.md shows what that costs).
 DECLARED = os.environ.get("KVSPEC_PORT_PRECISION_UNDECLARED", "") != "1"
+
+
+def rounded(cls, state: str):
+    """`cls` reading its weights in SCORE and keeping its attribute `state`
+    (its scores, one per kept slot) in ACCUMULATE after each recording."""
+
+    class Rounded(cls):
+        def _keep(self):
+            setattr(self, state, op(getattr(self, state)))
+
+        def record(self, attention):
+            super().record(weights(attention))
+            self._keep()
+
+        def record_queries(self, m, rows):
+            super().record_queries(m, [weights(row) for row in rows])
+            self._keep()
+
+        def record_totals(self, total_rows, totals):
+            super().record_totals(total_rows, weights(totals))
+            self._keep()
+
+    Rounded.__name__ = Rounded.__qualname__ = cls.__name__
+    return Rounded
 
 
 def weights(values):

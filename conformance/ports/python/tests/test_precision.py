@@ -57,22 +57,30 @@ def test_hello_declares_the_build(monkeypatch):
     assert "snapkv" in h.policies and "openvino" in h.policies
 
 
-def test_h2o_rounds_each_addition(monkeypatch):
-    from kvspec_port.policies import h2o
+def test_h2o_and_tova_keep_their_scores_in_the_precision(monkeypatch):
+    import kvspec_port.policies as policies
     try:
         monkeypatch.setenv("KVSPEC_PORT_PRECISION", "bfloat16")
         importlib.reload(precision)
-        importlib.reload(h2o)
+        importlib.reload(policies)
+        cls = policies.REGISTRY["h2o"]
+        assert cls.__name__ == "H2oPolicy" and cls is not policies.H2oPolicy
         # 1 + 2^-8 is read as 1 (a tie to even); 1 + 1 is 2 exactly; 2 + 2^-7
         # is halfway between 2 and 2 + 2^-6: to even, 2.
-        p = h2o.H2oPolicy({"budget": 4, "recent_window": 0, "normalize": 0,
-                           "interval": 1, "block": 1, "block_score": 0}, None)
+        p = cls({"budget": 4, "recent_window": 0, "normalize": 0,
+                 "interval": 1, "block": 1, "block_score": 0}, None)
         p.cumulative = [0.0]
         p.record([1 + 2**-8])
         p.record([1.0])
         p.record([2**-7])
         assert list(p.scores()) == [2.0]
+        # tova keeps the latest weight as read: 1 + 3 * 2^-9 rounds up.
+        t = policies.REGISTRY["tova"]({"budget": 4, "recent_window": 0, "protect_newest": 0,
+                                       "interval": 1, "block": 1, "block_score": 0}, None)
+        t.record([1 + 3 * 2**-9])
+        assert list(t.scores()) == [1 + 2**-7]
     finally:
         monkeypatch.delenv("KVSPEC_PORT_PRECISION")
         importlib.reload(precision)
-        importlib.reload(h2o)
+        importlib.reload(policies)
+    assert policies.REGISTRY["h2o"] is policies.H2oPolicy

@@ -23,3 +23,11 @@ REGISTRY = {
         OpenVinoPolicy,
     )
 }
+
+# A build of lower precision (KVSPEC_PORT_PRECISION, ../precision.py):
+# h2o and tova read their weights in it and keep their scores in it.
+from .. import precision as _precision  # noqa: E402
+
+if _precision.LOWER:
+    REGISTRY["h2o"] = _precision.rounded(H2oPolicy, "cumulative")
+    REGISTRY["tova"] = _precision.rounded(TovaPolicy, "latest")

@@ -16,7 +16,6 @@ rows are then not read.
 
 import numpy as np
 
-from .. import precision as P
 from ..blocks import BLOCK, BLOCK_SCORE
 from ..triggers import TRIGGERS
 from .base import ScorePolicy
@@ -38,9 +37,7 @@ class H2oPolicy(ScorePolicy):
         # cumulative[slot] += double(weight); Python floats are binary64.
         # Elementwise, one binary64 addition per slot: the order per slot is
         # the step order, exactly as in the scalar loop.
-        # (With a precision below binary64, kvspec_port/precision.py: the
-        # weights as read in it, each addition rounded.)
-        self.cumulative = P.op(np.asarray(self.cumulative, dtype=np.float64) + P.weights(attention))
+        self.cumulative = np.asarray(self.cumulative, dtype=np.float64) + np.asarray(attention, dtype=np.float64)
 
     def record_queries(self, m, rows):
         n = len(self.kept)
@@ -52,14 +49,14 @@ class H2oPolicy(ScorePolicy):
         # adds its rows in ascending query position.
         for row in rows:
             covered = len(row)
-            c[:covered] = P.op(c[:covered] + P.weights(row))
+            c[:covered] = c[:covered] + np.asarray(row, dtype=np.float64)
             k[:covered] += 1
         if self.params["normalize"] == 1:
             # One correctly rounded division by k >= 1 (the last row covers
             # every slot); k is exact as a binary64.
-            c = P.op(c / k.astype(np.float64))
+            c = c / k.astype(np.float64)
         # Summed first, then added once to the running sum.
-        self.cumulative = P.op(np.asarray(self.cumulative, dtype=np.float64) + c)
+        self.cumulative = np.asarray(self.cumulative, dtype=np.float64) + c
 
     def record_totals(self, total_rows, totals):
         # spec/policies/h2o.md#at-prefill, "With column totals": for kept
@@ -69,15 +66,15 @@ class H2oPolicy(ScorePolicy):
         # past the step's last position, the newest kept one. (The chunk's
         # positions are the last kept slots and R <= c_len, so this is
         # min(R, n - i) for n kept positions.)
-        c = P.weights(totals)
+        c = np.asarray(totals, dtype=np.float64)
         if self.params["normalize"] == 1:
             kept = np.asarray(self.kept, dtype=np.int64)
             end = int(kept[-1]) + 1  # a + c_len
             seeing = np.minimum(np.int64(total_rows), end - kept)  # >= 1: p <= a + c_len - 1
             # One correctly rounded division per slot; the count is exact as a binary64.
-            c = P.op(c / seeing.astype(np.float64))
+            c = c / seeing.astype(np.float64)
         # One addition, onto the running sum (as the rows' contribution).
-        self.cumulative = P.op(np.asarray(self.cumulative, dtype=np.float64) + c)
+        self.cumulative = np.asarray(self.cumulative, dtype=np.float64) + c
 
     def admitted(self, count):
         self.cumulative = np.concatenate((np.asarray(self.cumulative, dtype=np.float64), np.zeros(count)))

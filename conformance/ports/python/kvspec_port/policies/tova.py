@@ -11,7 +11,6 @@ newest kept position is not a candidate at that step.
 
 import numpy as np
 
-from .. import precision as P
 from ..blocks import BLOCK, BLOCK_SCORE
 from ..triggers import TRIGGERS
 from .base import ScorePolicy
@@ -34,10 +33,10 @@ class TovaPolicy(ScorePolicy):
         return k, c
 
     def record(self, attention):
-        self.latest = P.weights(attention)  # exact but below binary32 (precision.py)
+        self.latest = np.asarray(attention, dtype=np.float64)
 
     def record_queries(self, m, rows):
-        self.latest = P.weights(rows[-1])  # covers every kept slot
+        self.latest = np.asarray(rows[-1], dtype=np.float64)  # covers every kept slot
 
     def admitted(self, count):
         self.latest = np.concatenate((np.asarray(self.latest, dtype=np.float64), np.zeros(count)))
