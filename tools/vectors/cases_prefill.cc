@@ -48,6 +48,37 @@ void AddPrefillScenarios(SuiteBuilder& b) {
                  {QueryRows(5, {{x, x, 0.25f},
                                 {u, 0.0f, 0.25f, 0.25f},
                                 {0.0f, 0.0f, 0.25f, 0.25f, 0.25f}})}));
+  // kvpress's presses on a prompt whose kept sets are decided far outside
+  // bfloat16's bound (spec/arithmetic.md#the-bound): 12 positions, one head,
+  // every causal row, weights in 64ths (exact in bfloat16). At ratio 0.5,
+  // h2o's first survivor scores 2.24 times its last victim and snapkv's
+  // (window 2, kernel 5) 1.89 times, where bfloat16 cannot tell apart
+  // scores within about 1.3 and 1.2 (the rows were chosen by a search for these
+  // margins, and so that raw sums and a kernel of 3 keep other sets: the
+  // wrong rules conformance/engines/kvpress/check.sh plants).
+  const auto Sixtyfourths = [](std::vector<int> n) {
+    Row row;
+    for (int k : n) row.push_back(static_cast<float>(k) / 64.0f);
+    return row;
+  };
+  b.Add(Explicit("prefill-separated-12", {QueryRows(12, {
+      Sixtyfourths({64}),
+      Sixtyfourths({14, 50}),
+      Sixtyfourths({2, 4, 58}),
+      Sixtyfourths({4, 4, 52, 4}),
+      Sixtyfourths({5, 2, 48, 4, 5}),
+      Sixtyfourths({3, 2, 50, 3, 4, 2}),
+      Sixtyfourths({4, 2, 45, 3, 5, 2, 3}),
+      Sixtyfourths({2, 1, 30, 1, 0, 2, 1, 27}),
+      Sixtyfourths({3, 4, 16, 4, 1, 1, 3, 15, 17}),
+      Sixtyfourths({1, 1, 22, 2, 2, 1, 0, 22, 13, 0}),
+      Sixtyfourths({1, 2, 14, 1, 2, 2, 0, 13, 23, 3, 3}),
+      Sixtyfourths({2, 2, 12, 0, 1, 1, 0, 16, 12, 4, 3, 11})})}));
+  // Its last two rows only, snapkv's window: a bound over the 2 rows it
+  // reads, not 12 (spec/arithmetic.md#score-terms counts every carried row).
+  b.Add(Explicit("prefill-separated-12-window-2", {QueryRows(12, {
+      Sixtyfourths({1, 2, 14, 1, 2, 2, 0, 13, 23, 3, 3}),
+      Sixtyfourths({2, 2, 12, 0, 1, 1, 0, 16, 12, 4, 3, 11})})}));
   // Ratio budgets (prefill.md#budgets-from-a-ratio): 20 and 10 positions.
   b.Add(Explicit("prefill-20", {QueryRows(20, {Row(20, 0.0f)})}));
   b.Add(Explicit("prefill-10", {QueryRows(10, {Row(10, 0.0f)})}));
@@ -165,6 +196,27 @@ void AddPrefillCases(SuiteBuilder& b) {
            Preset("streamingllm", "kvpress-0.5.5", {{"ratio_ppm", ratio}}),
            "prefill-causal-96");
   }
+  // The same presses where bfloat16 and float16 decide robustly: a port of
+  // lower precision must keep exactly these sets.
+  b.Case("prefill/kvpress/h2o-separated", kvpress,
+         "ObservedAttentionPress's rule, ratio 0.5, on 12 positions whose "
+         "kept set bfloat16 decides robustly (first survivor 2.24 times the "
+         "last victim); raw sums would keep 3 and evict 11",
+         Preset("h2o", "kvpress-0.5.5", {{"ratio_ppm", 500000}}),
+         "prefill-separated-12");
+  b.Case("prefill/kvpress/tova-separated", kvpress,
+         "TOVAPress's rule, ratio 0.5, on 12 positions, one head: the last "
+         "row's weights in 64ths, exact at every precision",
+         Preset("tova", "kvpress-0.5.5", {{"ratio_ppm", 500000}}),
+         "prefill-separated-12");
+  b.Case("prefill/kvpress/snapkv-separated", kvpress,
+         "SnapKVPress's rule with window 2, ratio 0.5, on 12 positions whose "
+         "kept set bfloat16 decides robustly (first survivor 1.89 times the "
+         "last victim), carrying the window's 2 rows; a kernel of 3 would "
+         "keep 1 and evict 6",
+         Preset("snapkv", "kvpress-0.5.5",
+                {{"ratio_ppm", 500000}, {"obs_window", 2}}),
+         "prefill-separated-12-window-2");
   b.Case("prefill/kvpress/streamingllm-ratio-below-sinks",
          {"preset.kvpress-0.5.5", "prefill.sinks-last"},
          "ratio 0.99 on 96 positions: 96 x 0.01000000000000001 floors to 0, "
