@@ -182,6 +182,73 @@ TEST(PrecisionJudge, ACaseOutOfRangeIsWithinPrecision) {
             PrecisionVerdict::kMismatch);
 }
 
+// spec/heads.md#head-adaptive-budgets, by hand: two sets (2 query heads, 2
+// KV heads), budget 3, recent_window 1, adaptive: three positions, then a
+// fourth with one row per head over 0..2, so the layer keeps 6 of 8.
+// Candidates 0..2 score their weight: set 0 {0.1, 0.5, 0.9}, set 1
+// {0.5000001, 0.6, 0.9}; (0,1) and (1,0) are 2e-7 apart relatively,
+// inside bfloat16's band.
+//   floor 1 (safeguard 334): the walk evicts (0,0), (0,1); a port that
+//     evicts (1,0) instead of (0,1) keeps 3 in each set: within precision.
+//   floor 3 (safeguard 1000): (0,1) would leave set 0 two positions, so the
+//     walk evicts (0,0), (1,0); a port that evicts (0,1) instead of (1,0)
+//     exchanges inside the band but leaves set 0 below the floor: a
+//     mismatch, which only the floor check catches.
+TEST(PrecisionJudge, AJointExchangeMustKeepEachSetsFloor) {
+  for (const int64_t safeguard : {334, 1000}) {
+    Scenario s;
+    s.query_heads = 2;
+    s.kv_heads = 2;
+    ScenarioStep three;
+    three.admit = 3;
+    s.steps.push_back(three);
+    ScenarioStep rows;
+    rows.admit = 1;
+    rows.heads = {{0.1f, 0.5f, 0.9f}, {0.5000001f, 0.6f, 0.9f}};
+    s.steps.push_back(rows);
+    const PolicyConfig config{"h2o", {{"budget", 3}, {"recent_window", 1}, {"granularity", 1},
+                                      {"adaptive", 1}, {"safeguard_permille", safeguard}}, 0};
+    v1::Case vector;
+    const v1::Scenario scenario = ToProto(s);
+    *vector.mutable_policy() = ToProto(config);
+    vector.set_score_terms(2);
+    *vector.mutable_expected() = ToProto(RunScenario(config, s, RunOptions{true}));
+    ASSERT_EQ(vector.expected().steps_size(), 2) << vector.expected().DebugString();
+    const v1::StepResult& step = vector.expected().steps(1);
+    ASSERT_EQ(step.sets_size(), 2);
+    const auto victims = [&step](int set) {
+      return std::vector<uint32_t>(step.sets(set).victims().begin(),
+                                   step.sets(set).victims().end());
+    };
+    const vectors::LoadedCase loaded{&vector, &scenario, "test.pb"};
+    v1::EvictionLog port = vector.expected();
+    v1::StepResult* set0 = port.mutable_steps(1)->mutable_sets(0);
+    v1::StepResult* set1 = port.mutable_steps(1)->mutable_sets(1);
+    set0->clear_victims();
+    set1->clear_victims();
+    if (safeguard == 334) {
+      ASSERT_EQ(victims(0), (std::vector<uint32_t>{0, 1}));
+      ASSERT_EQ(victims(1), std::vector<uint32_t>{});
+      set0->add_victims(0);
+      set0->set_kept_count(3);
+      set1->add_victims(0);
+      set1->set_kept_count(3);
+      const PrecisionJudgement j = JudgeWithinPrecision(loaded, port, kBf16, false);
+      EXPECT_EQ(j.verdict, PrecisionVerdict::kWithin) << j.detail;
+    } else {
+      ASSERT_EQ(victims(0), std::vector<uint32_t>{0});
+      ASSERT_EQ(victims(1), std::vector<uint32_t>{0});
+      set0->add_victims(0);
+      set0->add_victims(1);
+      set0->set_kept_count(2);
+      set1->set_kept_count(4);
+      const PrecisionJudgement j = JudgeWithinPrecision(loaded, port, kBf16, false);
+      EXPECT_EQ(j.verdict, PrecisionVerdict::kMismatch) << j.detail;
+      EXPECT_NE(j.detail.find("below the floor 3"), std::string::npos) << j.detail;
+    }
+  }
+}
+
 TEST(PrecisionJudge, OtherDifferencesAreMismatches) {
   const Fixture f = Make(0.3f, 0.30001f);
   v1::EvictionLog port = f.vector.expected();
