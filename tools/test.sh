@@ -11,15 +11,17 @@
 # rediscovery of each blind-spot mutant), then tools/old_ports.sh (the Python port of each
 # earlier spec version, from git history, gets no failure), then
 # tools/recipes/check.sh (spec/arithmetic.md's recipes, run in each
-# language here), then tools/kvpress/check.sh (kvpress 0.5.5 itself on the
-# vectors that use a kvpress preset, every disagreement listed in
-# tools/kvpress/disagreements.txt; then its presses inside a tiny model's
-# forward pass against kvspec, tools/kvpress/model_disagreements.txt; then its
-# DecodingPress on the vectors of its preset, tools/kvpress/decoding_disagreements.txt),
-# then each engine adapter's check
+# language here), then tools/kvpress/check.sh (kvpress 0.5.5's model-free
+# helpers' self-test; its presses inside a tiny model's forward pass against
+# kvspec, tools/kvpress/model_disagreements.txt; then its DecodingPress on
+# the vectors of its preset, tools/kvpress/decoding_disagreements.txt, and
+# in the model), then each engine adapter's check
 # (conformance/engines/*/check.sh: transformers 5.2.0 and mlx-lm 0.32.2
 # driven through the runner, every deviation listed in their expectation
-# files; llama.cpp's only when its setup.sh was run, else "not run"), and
+# files; kvpress 0.5.5's presses on the vectors of its presets in float32,
+# bfloat16 and float16, judged at the precision each declares, and planted
+# rule errors that must fail at each; llama.cpp's and OpenVINO GenAI's only
+# when their setup.sh was run, else "not run"), and
 # then tools/docs/check_links.py (every relative link of the Markdown
 # files leads to a file and heading that exist), and
 # ends with one line, "tests: N passed, N failed", counting test cases
@@ -107,8 +109,6 @@ extra+=("$(grep -E '^recipes: [0-9]+ passed, [0-9]+ failed' "$recipes" | tail -1
 [[ -n "${extra[-1]}" ]] || extra[-1]='recipes: 0 passed, 1 failed (no closing line)'
 extra+=("$(grep -E '^kvpress-selftest: [0-9]+ passed, [0-9]+ failed' "$kvpress" | tail -1 || true)")
 [[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-selftest: 0 passed, 1 failed (no closing line)'
-extra+=("$(grep -E '^kvpress: [0-9]+ passed, [0-9]+ failed' "$kvpress" | tail -1 || true)")
-[[ -n "${extra[-1]}" ]] || extra[-1]='kvpress: 0 passed, 1 failed (no closing line)'
 extra+=("$(grep -E '^kvpress-model-selftest: [0-9]+ passed, [0-9]+ failed' "$kvpress" | tail -1 || true)")
 [[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-model-selftest: 0 passed, 1 failed (no closing line)'
 extra+=("$(grep -E '^kvpress-model: [0-9]+ passed, [0-9]+ failed' "$kvpress" | tail -1 || true)")
@@ -121,10 +121,12 @@ extra+=("$(grep -E '^kvpress-decoding-model-selftest: [0-9]+ passed, [0-9]+ fail
 [[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-decoding-model-selftest: 0 passed, 1 failed (no closing line)'
 extra+=("$(grep -E '^kvpress-decoding-model: [0-9]+ passed, [0-9]+ failed' "$kvpress" | tail -1 || true)")
 [[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-decoding-model: 0 passed, 1 failed (no closing line)'
-for engine in transformers mlx-lm; do
+for engine in transformers mlx-lm kvpress-float32 kvpress-bfloat16 kvpress-float16; do
   extra+=("$(grep -E "^$engine-adapter: [0-9]+ passed, [0-9]+ failed" "$engines" | tail -1 || true)")
   [[ -n "${extra[-1]}" ]] || extra[-1]="$engine-adapter: 0 passed, 1 failed (no closing line)"
 done
+extra+=("$(grep -E '^kvpress-planted: [0-9]+ passed, [0-9]+ failed' "$engines" | tail -1 || true)")
+[[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-planted: 0 passed, 1 failed (no closing line)'
 # llama.cpp: run when its setup.sh has built llama-cpp-python (21 minutes,
 # not in CI); otherwise its check says so in a "not run (...)" line.
 extra+=("$(grep -E '^llama\.cpp-adapter: ([0-9]+ passed, [0-9]+ failed|not run \()' "$engines" | tail -1 || true)")

@@ -1,48 +1,49 @@
 #!/bin/bash
-# Runs NVIDIA kvpress 0.5.5's own presses on every vector that uses a kvpress
-# preset and checks the disagreements against tools/kvpress/disagreements.txt
-# (tools/kvpress/vectors_check.py --check), after the tool's self-test; then the
-# presses inside a model's forward pass, eager and sdpa, against kvspec fed
-# the same model's attention (tools/kvpress/model_check.py --check, after its
-# self-test; disagreements in tools/kvpress/model_disagreements.txt), and
-# DecodingPress on the vectors of tova's kvpress-0.5.5-decoding preset
-# (tools/kvpress/decoding_check.py, tools/kvpress/decoding_disagreements.txt),
+# Runs NVIDIA kvpress 0.5.5's own presses against the spec, in the ways the
+# conformance runner cannot: the model-free helpers' self-test
+# (tools/kvpress/vectors_check.py --selftest: the kept keys are the topk of
+# the press's scores, forward_hook keeps what compress keeps, the tie /
+# rounding / rule classes the model checks use); the presses inside a
+# model's forward pass, eager and sdpa, against kvspec fed the same model's
+# attention (tools/kvpress/model_check.py --check, after its self-test;
+# disagreements in tools/kvpress/model_disagreements.txt); DecodingPress on
+# the vectors of tova's kvpress-0.5.5-decoding preset
+# (tools/kvpress/decoding_check.py, tools/kvpress/decoding_disagreements.txt);
 # and DecodingPress(TOVAPress) inside the same tiny model's decoding loop
 # against kvspec fed that run's attention rows, compared at every decode step
 # (tools/kvpress/decoding_model_check.py,
-# tools/kvpress/decoding_model_disagreements.txt). Prints
-# "kvpress-selftest: N passed, M failed", "kvpress: N passed, M failed",
-# "kvpress-model-selftest: ...", "kvpress-model: ...",
-# "kvpress-decoding-selftest: ...", "kvpress-decoding: ...",
-# "kvpress-decoding-model-selftest: ..." and "kvpress-decoding-model: ..."
-# for tools/test_summary.py; exits non-zero on any failure.
+# tools/kvpress/decoding_model_disagreements.txt). The presses on the
+# vectors of the kvpress-0.5.5 presets themselves go through the runner, at
+# three precisions: conformance/engines/kvpress/check.sh. Prints
+# "kvpress-selftest: N passed, M failed", "kvpress-model-selftest: ...",
+# "kvpress-model: ...", "kvpress-decoding-selftest: ...",
+# "kvpress-decoding: ...", "kvpress-decoding-model-selftest: ..." and
+# "kvpress-decoding-model: ..." for tools/test_summary.py; exits non-zero on
+# any failure.
 #
 #   tools/kvpress/check.sh [--check|--write|--table]   (default --check)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 python=tools/.venv-torch/bin/python
 if [[ ! -x "$python" ]]; then
-  echo "tools/kvpress/check.sh: no tools/.venv-torch: run tools/setup.sh (it installs tools/requirements-torch.txt)" >&2
+  echo "tools/kvpress/check.sh: no tools/.venv-torch: run tools/setup.sh --tests (it installs tools/requirements-torch.txt)" >&2
   if [[ "${1:---check}" == --check ]]; then
-    echo "kvpress-selftest: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh)"
-  fi
-  echo "kvpress: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh)"
-  if [[ "${1:---check}" == --check ]]; then
-    echo "kvpress-model-selftest: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh)"
-    echo "kvpress-model: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh)"
-    echo "kvpress-decoding-selftest: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh)"
-    echo "kvpress-decoding: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh)"
-    echo "kvpress-decoding-model-selftest: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh)"
-    echo "kvpress-decoding-model: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh)"
+    echo "kvpress-selftest: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh --tests)"
+    echo "kvpress-model-selftest: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh --tests)"
+    echo "kvpress-model: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh --tests)"
+    echo "kvpress-decoding-selftest: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh --tests)"
+    echo "kvpress-decoding: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh --tests)"
+    echo "kvpress-decoding-model-selftest: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh --tests)"
+    echo "kvpress-decoding-model: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh --tests)"
   fi
   exit 1
 fi
 status=0
 mode="${1:---check}"
-if [[ "$mode" == --check ]]; then
-  "$python" tools/kvpress/vectors_check.py --selftest || status=1
-fi
-"$python" tools/kvpress/vectors_check.py "$mode" || status=1
+case "$mode" in
+  --check) "$python" tools/kvpress/vectors_check.py --selftest || status=1 ;;
+  --table) "$python" tools/kvpress/vectors_check.py --table || status=1 ;;
+esac
 if [[ "$mode" == --check ]]; then
   "$python" tools/kvpress/model_check.py --selftest || status=1
 fi

@@ -435,8 +435,7 @@ def main():
         print(table(results))
         return 1 if any(r.failure for r in results) else 0
     if args.write:
-        kc.HEADER = HEADER
-        lines = kc.write_file(args.file, results)
+        lines = kc.write_file(args.file, results, HEADER)
         missing = sum(1 for line in lines if " rule " in line and " cause: " not in line)
         print(f"wrote {len(lines)} lines to {os.path.relpath(args.file, REPO)}"
               + (f"; {missing} rule lines need a cause" if missing else ""))

@@ -1,13 +1,22 @@
 #!/usr/bin/env python3
 """Runs NVIDIA kvpress 0.5.5's own presses on the vectors that use a kvpress preset.
 
-    tools/.venv-torch/bin/python tools/kvpress/vectors_check.py [--check]   # the default
-    tools/.venv-torch/bin/python tools/kvpress/vectors_check.py --write
-    tools/.venv-torch/bin/python tools/kvpress/vectors_check.py --table
+    tools/.venv-torch/bin/python tools/kvpress/vectors_check.py [--table]   # the default
     tools/.venv-torch/bin/python tools/kvpress/vectors_check.py --selftest
 
-(tools/kvpress/check.sh runs --check with the right interpreter; tools/setup.sh
-makes tools/.venv-torch from tools/requirements-torch.txt.)
+(tools/kvpress/check.sh runs --selftest with the right interpreter;
+tools/setup.sh --tests makes tools/.venv-torch from
+tools/requirements-torch.txt.)
+
+The check of these cases is the conformance runner's since spec 0.15.0:
+conformance/engines/kvpress drives the same presses through the functions
+below, in float32, bfloat16 and float16, and the runner judges them at the
+precision declared (spec/protocol.md#precision); what it cannot decide and
+no precision explains is listed in conformance/engines/kvpress/
+kvpress.expectations. This file keeps the functions that drive kvpress
+(build_inputs, make_press, run_press, shared with that adapter and with
+model_check.py), the classification into tie, rounding and rule that the
+model checks still use, and a float32 table per press.
 
 Every case of vectors/*.pb whose flags contain "preset.kvpress-0.5.5" has an
 explicit-steps scenario whose first step is a prefill step
@@ -41,20 +50,15 @@ with no cut, ranks by the implicit scores of its card ("non-sinks by ascending
 position, then sinks by ascending position": every non-sink 0, every sink 1,
 ties to the lower position).
 
-The disagreements are committed in tools/kvpress/disagreements.txt, one line
-per (case, set), in case order:
+--table prints every disagreement at float32 as a line
 
-  <case-id> set=<s> <class> positions=<D ascending> spec=<values> kvpress=<values>[ cause: <text>]
+  <case-id> set=<s> <class> positions=<D ascending> spec=<values> kvpress=<values>
 
---write rewrites it from the computation, keeping the cause of each line that
-reappears (matched on the whole line, else on the line up to "spec=");
---check (the default) fails, naming the line, if a computed line is missing
-from the file, a file line is no longer produced, or a rule line has no
-cause, and ends with "kvpress: N passed, M failed" (N: cases checked without
-a failure); --table prints press x cases agreed / tie / rounding / rule
-(a case's class is its worst set's: rule > rounding > tie > agreed).
-A malformed vector or an exception from a press is a failure naming the
-case; the other cases still run.
+and then press x cases agreed / tie / rounding / rule (a case's class is its
+worst set's: rule > rounding > tie > agreed). A malformed vector or an
+exception from a press is a failure naming the case; the other cases still
+run. (The model checks write such lines to their disagreement files with
+write_file and check them with check.)
 
 What kvpress does at prefill, verified in the installed package
 (site-packages/kvpress, 0.5.5):
@@ -91,7 +95,6 @@ import types
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 FLAG = "preset.kvpress-0.5.5"
-DEFAULT_FILE = os.path.join(REPO, "tools", "kvpress", "disagreements.txt")
 GEN_DIR = os.path.join(REPO, "conformance", "ports", "python", "kvspec_port", "_gen")
 HEAD_DIM = 8
 HIDDEN = 8
@@ -290,18 +293,24 @@ def make_module(hq, hkv):
     return module
 
 
-def build_inputs(step, length, hq, hkv):
-    """Float32 CPU tensors: attentions [1, Hq, L, L] with the carried query
-    rows (zeros elsewhere), keys/values [1, Hkv, L, HEAD_DIM] with keys[0, g,
-    i, 0] = i, hidden_states [1, L, HIDDEN] zeros."""
+def build_inputs(step, length, hq, hkv, dtype=None):
+    """CPU tensors of `dtype` (default float32, what this check runs; the
+    runner's kvpress adapter, conformance/engines/kvpress, also passes
+    bfloat16 and float16): attentions [1, Hq, L, L] with the carried query
+    rows (zeros elsewhere), each binary64 weight rounded to float32 and then
+    to `dtype`, as torch converts a Python float and as a model's eager
+    attention casts its float32 softmax to the model's dtype,
+    keys/values [1, Hkv, L, HEAD_DIM] with keys[0, g, i, 0] = i,
+    hidden_states [1, L, HIDDEN] zeros."""
     import torch
+    dtype = torch.float32 if dtype is None else dtype
     rows = list(step.queries)
     if len(rows) % hq:
         raise CaseError(f"step 0 has {len(rows)} query rows, not a multiple of query_heads {hq}")
     m = len(rows) // hq
     if not 1 <= m <= length:
         raise CaseError(f"step 0 has {m} query rows per head for admit {length}")
-    attentions = torch.zeros((1, hq, length, length), dtype=torch.float32)
+    attentions = torch.zeros((1, hq, length, length), dtype=dtype)
     for h in range(hq):
         for j in range(m):
             q = length - m + j
@@ -309,11 +318,11 @@ def build_inputs(step, length, hq, hkv):
             if len(weights) != q + 1:
                 raise CaseError(f"query row of head {h}, query {q} has {len(weights)} "
                                 f"weights, not {q + 1}")
-            attentions[0, h, q, : q + 1] = torch.tensor(list(weights), dtype=torch.float32)
-    keys = torch.zeros((1, hkv, length, HEAD_DIM), dtype=torch.float32)
-    keys[0, :, :, 0] = torch.arange(length, dtype=torch.float32)
+            attentions[0, h, q, : q + 1] = torch.tensor(list(weights), dtype=dtype)
+    keys = torch.zeros((1, hkv, length, HEAD_DIM), dtype=dtype)
+    keys[0, :, :, 0] = torch.arange(length, dtype=dtype)
     values = torch.zeros_like(keys)
-    hidden_states = torch.zeros((1, length, HIDDEN), dtype=torch.float32)
+    hidden_states = torch.zeros((1, length, HIDDEN), dtype=dtype)
     return attentions, keys, values, hidden_states, m
 
 
@@ -501,27 +510,13 @@ def read_file(path):
     return entries
 
 
-HEADER = """\
-# kvpress 0.5.5 against the vectors that use a kvpress preset: every
-# disagreement between the positions kvpress's own press keeps and the ones
-# the vector keeps, one line per (case, set), in case order. Written by
-# `tools/.venv-torch/bin/python tools/kvpress/vectors_check.py --write`, which keeps
-# the causes of lines that reappear; checked by tools/kvpress/check.sh.
-#
-#   <case-id> set=<s> <class> positions=<D> spec=<binary64 scores> kvpress=<float32 scores>
-#
-# D: the positions kept by one side and not the other, ascending; spec
-# scores from the case's cut ('?' when not in it); class tie, rounding or
-# rule (see tools/kvpress/vectors_check.py). A rule line ends with
-# " cause: <what kvpress does differently, and where>".
-"""
-
-
 def prefix_key(text):
     return text.split(" spec=", 1)[0]
 
 
-def write_file(path, results, header=HEADER):
+def write_file(path, results, header):
+    """Rewrites a disagreement file (header, then one line per disagreement),
+    keeping the cause of each line that reappears."""
     old = read_file(path)
     exact = {text: cause for text, cause in old if cause}
     by_prefix = {prefix_key(text): cause for text, cause in old if cause}
@@ -798,31 +793,17 @@ def selftest():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--check", action="store_true", help="the default")
-    mode.add_argument("--write", action="store_true")
-    mode.add_argument("--table", action="store_true")
+    mode.add_argument("--table", action="store_true", help="the default")
     mode.add_argument("--selftest", action="store_true")
     parser.add_argument("--vectors", default=os.path.join(REPO, "vectors"))
-    parser.add_argument("--file", default=DEFAULT_FILE)
     args = parser.parse_args()
     if args.selftest:
         return selftest()
     results, errors = compute(args.vectors)
-    if args.table:
-        print_results(results, errors)
-        print()
-        print(table(results))
-        return 1 if errors or any(r.failure for r in results) else 0
     print_results(results, errors)
-    if args.write:
-        lines = write_file(args.file, results)
-        missing = sum(1 for line in lines if " rule " in line and " cause: " not in line)
-        print(f"wrote {len(lines)} lines to {os.path.relpath(args.file, REPO)}"
-              + (f"; {missing} rule lines need a cause" if missing else ""))
-        return 1 if errors or any(r.failure for r in results) else 0
-    passed, failed = check(args.file, results, errors)
-    print(f"kvpress: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    print()
+    print(table(results))
+    return 1 if errors or any(r.failure for r in results) else 0
 
 
 if __name__ == "__main__":

@@ -114,11 +114,15 @@ class Port:
       unknown_message(name): the UNKNOWN_POLICY rejection's message;
       log_errors: also write an error reply's traceback to stderr;
       timings: log each request's seconds after its reply (else its outcome,
-        before the reply).
+        before the reply);
+      score_precision, accumulate_precision: the hello's precision fields
+        (spec/protocol.md#precision), cpb.Precision values; unset (0) for an
+        engine whose cache ranks nothing by score.
     """
 
     def __init__(self, name, spec_version, port_version, policies, features, run_case, *,
-                 unknown_message=_unknown_policy, log_errors=False, timings=False):
+                 unknown_message=_unknown_policy, log_errors=False, timings=False,
+                 score_precision=0, accumulate_precision=0):
         self.name = name
         self.spec_version = spec_version
         self.port_version = port_version
@@ -128,6 +132,8 @@ class Port:
         self.unknown_message = unknown_message
         self.log_errors = log_errors
         self.timings = timings
+        self.score_precision = score_precision
+        self.accumulate_precision = accumulate_precision
 
     def log(self, msg):
         print(f"{self.name}: {msg}", file=sys.stderr, flush=True)
@@ -142,6 +148,10 @@ class Port:
         h.port_version = self.port_version
         h.policies.extend(self.policies)
         h.features.extend(self.features)
+        if self.score_precision:
+            h.score_precision = self.score_precision
+        if self.accumulate_precision:
+            h.accumulate_precision = self.accumulate_precision
         return out
 
     def respond(self, req):
