@@ -11,6 +11,8 @@
 #                         its files in $importer below): .safetensors, .npy
 #   scenario_fuzzer       tools/simulate/scenario_file.cc: scenario files (simulate
 #                         --scenario), then the harness on small ones
+#   case_list_fuzzer      tools/vectors/case_list.cc: the case lists of
+#                         vectors_from_scenarios (spec/vectors.md#case-lists)
 # Prints how many inputs each ran and what it found, then one line that
 # tools/test.sh counts, "fuzz: N passed, M failed": a target passes when it
 # ran for SECONDS without a crash, leak, timeout (10 s for one input) or
@@ -61,7 +63,7 @@ importer=(tools/attention/import_attention_lib.cc tools/attention/import_interna
           tools/attention/import_sizes.cc tools/attention/import_tensors.cc
           tools/attention/import_weights.cc tools/attention/import_write.cc)
 sources=(conformance/frame.cc conformance/decode.cc conformance/precision_judge.cc
-         tools/vectors/load.cc
+         tools/vectors/load.cc tools/vectors/case_list.cc tools/vectors/case_id.cc
          "${importer[@]}" tools/simulate/scenario_file.cc tools/files/files.cc
          "$work/spec/kvspec.pb.cc" "$work/spec/conformance.pb.cc"
          conformance/fuzz/*.cc tools/fuzz/*.cc "${reference[@]}")
@@ -96,10 +98,14 @@ link import_fuzzer tools/fuzz/import_fuzzer.cc "${importer[@]}" \
   tools/files/files.cc "$work/spec/kvspec.pb.cc" "${reference[@]}"
 link scenario_fuzzer tools/fuzz/scenario_fuzzer.cc tools/simulate/scenario_file.cc \
   "$work/spec/kvspec.pb.cc" "${reference[@]}"
-echo "fuzz: 6 targets built in $SECONDS s ($(nproc) cores); fuzzing each for $seconds s"
+link case_list_fuzzer tools/fuzz/case_list_fuzzer.cc tools/vectors/case_list.cc tools/vectors/case_id.cc
+echo "fuzz: 7 targets built in $SECONDS s ($(nproc) cores); fuzzing each for $seconds s"
 
 # Seeds: real frames, real vector files, a real dump.
-mkdir -p "$work/frames" "$work/files" "$work/dumps" "$work/attention" "$work/scenarios" "$work/logs"
+mkdir -p "$work/frames" "$work/files" "$work/dumps" "$work/attention" "$work/scenarios" "$work/logs" \
+  "$work/lists"
+printf '# a case list\nmodel/eager/a layer0.pb h2o budget=6,sinks=2\nmodel/x/b /l1.pb full -\nx/y/z s.pb random seed=7\n' \
+  >"$work/lists/seed"
 # The judge's seeds: each of its cases' expected logs, written by itself.
 KVSPEC_JUDGE_SEEDS="$work/logs" "$work/judge_fuzzer" -runs=0 "$work/logs" >/dev/null 2>&1 ||
   missing "judge_fuzzer could not write its seeds" "seed error"
@@ -264,7 +270,8 @@ run() {  # target, corpus
   echo $? >"$work/$name.exit"
 }
 targets=(frame_fuzzer:frames vector_loader_fuzzer:files decode_fuzzer:dumps
-         judge_fuzzer:logs import_fuzzer:attention scenario_fuzzer:scenarios)
+         judge_fuzzer:logs import_fuzzer:attention scenario_fuzzer:scenarios
+         case_list_fuzzer:lists)
 for target in "${targets[@]}"; do
   while [[ $(jobs -rp | wc -l) -ge $(nproc) ]]; do wait -n; done
   run "${target%%:*}" "${target##*:}" &

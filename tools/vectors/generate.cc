@@ -15,6 +15,7 @@
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
 #include "spec/kvspec.pb.h"
+#include "tools/vectors/case_id.h"
 #include "tools/vectors/features.h"
 #include "tools/vectors/flags.h"
 
@@ -24,22 +25,6 @@ namespace {
 
 absl::Status Malformed(const std::string& message) {
   return absl::FailedPreconditionError("vector suite: " + message);
-}
-
-// spec/vectors.md#case-ids: at least three '/'-separated segments of
-// [a-z0-9.-], none empty.
-bool WellFormedId(const std::string& id) {
-  const std::vector<std::string> segments = absl::StrSplit(id, '/');
-  if (segments.size() < 3) return false;
-  for (const std::string& segment : segments) {
-    if (segment.empty()) return false;
-    for (char c : segment) {
-      const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                      c == '.' || c == '-';
-      if (!ok) return false;
-    }
-  }
-  return true;
 }
 
 std::string GroupOf(const std::string& id) {
