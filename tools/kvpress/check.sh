@@ -14,9 +14,15 @@
 # (tools/kvpress/decoding_model_check.py,
 # tools/kvpress/decoding_model_disagreements.txt). The presses on the
 # vectors of the kvpress-0.5.5 presets themselves go through the runner, at
-# three precisions: conformance/engines/kvpress/check.sh. Prints
+# three precisions: conformance/engines/kvpress/check.sh. The presses inside
+# the tiny model run in bfloat16, float16 and float32 too, judged by the
+# runner at that precision (tools/kvpress/model_check.py --dtype: kvpress's
+# kept sets replayed to the runner over vectors written from the model's
+# own attention), and, in float32, with each of the adapter's planted rule
+# errors, which the runner must fail. Prints
 # "kvpress-selftest: N passed, M failed", "kvpress-model-selftest: ...",
-# "kvpress-model: ...", "kvpress-decoding-selftest: ...",
+# "kvpress-model: ...", "kvpress-model-<dtype>: ..." (each dtype),
+# "kvpress-model-planted: ...", "kvpress-decoding-selftest: ...",
 # "kvpress-decoding: ...", "kvpress-decoding-model-selftest: ..." and
 # "kvpress-decoding-model: ..." for tools/test_summary.py; exits non-zero on
 # any failure.
@@ -31,6 +37,10 @@ if [[ ! -x "$python" ]]; then
     echo "kvpress-selftest: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh --tests)"
     echo "kvpress-model-selftest: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh --tests)"
     echo "kvpress-model: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh --tests)"
+    for dtype in bfloat16 float16 float32; do
+      echo "kvpress-model-$dtype: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh --tests)"
+    done
+    echo "kvpress-model-planted: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh --tests)"
     echo "kvpress-decoding-selftest: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh --tests)"
     echo "kvpress-decoding: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh --tests)"
     echo "kvpress-decoding-model-selftest: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh --tests)"
@@ -48,6 +58,28 @@ if [[ "$mode" == --check ]]; then
   "$python" tools/kvpress/model_check.py --selftest || status=1
 fi
 "$python" tools/kvpress/model_check.py "$mode" || status=1
+if [[ "$mode" == --check ]]; then
+  # The same presses in each dtype, judged by the runner at its precision.
+  for dtype in bfloat16 float16 float32; do
+    "$python" tools/kvpress/model_check.py --dtype "$dtype" || status=1
+  done
+  # A rule error planted in a press must fail. In float32 only: at 256
+  # positions bfloat16's and float16's bound has no limit for these cases
+  # (spec/arithmetic.md#the-bound), so the runner judges every exchange
+  # there `within precision` (tools/kvpress/README.md#in-the-model-at-lower-precision).
+  caught=0 missed=0
+  for plant in h2o-raw-sums snapkv-kernel-3; do
+    out="$("$python" tools/kvpress/model_check.py --dtype float32 --plant "$plant" 2>&1)"
+    echo "$out" | grep -E '^kvpress-model-planted: float32'
+    if echo "$out" | grep -qE '^kvpress-model-planted: 1 passed, 0 failed'; then
+      caught=$((caught + 1))
+    else
+      missed=$((missed + 1)); echo "$out" | tail -5
+    fi
+  done
+  echo "kvpress-model-planted: $caught passed, $missed failed"
+  [[ $missed -eq 0 ]] || status=1
+fi
 # kvpress's DecodingPress (spec/triggers.md) on the vectors of its preset.
 if [[ "$mode" != --table ]]; then
   if [[ "$mode" == --check ]]; then

@@ -109,14 +109,18 @@ def run(command, what):
     return done.stdout
 
 
-def bazel_binaries():
-    subprocess.run(["bazel", "build", "//tools:import_attention",
-                    "//tools:simulate"], cwd=REPO, check=True,
+def bazel_binaries(more=()):
+    """import_attention and simulate (and the binaries of `more`, bazel
+    labels), built, by path."""
+    labels = ["//tools:import_attention", "//tools:simulate", *more]
+    subprocess.run(["bazel", "build", *labels], cwd=REPO, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     out = subprocess.run(["bazel", "info", "bazel-bin"], cwd=REPO, check=True,
                          capture_output=True, text=True).stdout.strip()
     return (os.path.join(out, "tools", "attention", "import_attention"),
-            os.path.join(out, "tools", "simulate", "simulate"))
+            os.path.join(out, "tools", "simulate", "simulate"),
+            *(os.path.join(out, *label.lstrip("/").replace(":", "/").split("/"))
+              for label in more))
 
 
 def build_model(work):
@@ -134,15 +138,15 @@ def build_model(work):
     return path, ids
 
 
-def load(path, attention):
+def load(path, attention, dtype="float32"):
     import torch
     from transformers import AutoModelForCausalLM
     model = AutoModelForCausalLM.from_pretrained(
         path, attn_implementation=attention)
-    return model.to(dtype=torch.float32).eval()
+    return model.to(dtype=getattr(torch, dtype)).eval()
 
 
-def press_run(model, ids, press):
+def press_run(model, ids, press, device="cpu"):
     """Prefills `ids` through `press` (None: no press) as kvpress's pipeline
     does; returns (the cache's keys per layer, the press's scores per
     layer [Hkv, L] as float lists)."""
@@ -160,10 +164,11 @@ def press_run(model, ids, press):
     cache = DynamicCache()
     with torch.no_grad():
         if press is None:
-            model.model(input_ids=torch.tensor([ids]), past_key_values=cache)
+            model.model(input_ids=torch.tensor([ids], device=device),
+                        past_key_values=cache)
         else:
             with press(model):
-                model.model(input_ids=torch.tensor([ids]),
+                model.model(input_ids=torch.tensor([ids], device=device),
                             past_key_values=cache)
     return [layer.keys[0].clone() for layer in cache.layers], scores
 
@@ -171,6 +176,9 @@ def press_run(model, ids, press):
 def kept_positions(full_keys, kept_keys):
     """Per KV head, the positions whose key rows the compressed cache holds,
     matched bit for bit with the uncompressed run's key rows."""
+    import torch
+    # bfloat16 and float16 rows read as float32, which holds each exactly.
+    full_keys, kept_keys = full_keys.to(torch.float32), kept_keys.to(torch.float32)
     kept = []
     for g in range(full_keys.shape[0]):
         index = {}
@@ -342,6 +350,159 @@ def compute(work, attentions=("eager", "sdpa"), policies=POLICIES,
     return results
 
 
+DTYPES = ("bfloat16", "float16", "float32")
+
+
+def save_rows(path, attentions, kv_heads):
+    """One layer's eager attention [1, Hq, L, L] of the model's dtype, as a
+    .safetensors window.0 [Hq, L, L] of float32 (every value of bfloat16 and
+    float16 is one of float32: nothing is rounded) that import_attention
+    makes a prefill of L positions carrying every row."""
+    import torch
+    from safetensors.torch import save_file
+    save_file({"window.0": attentions[0].to(torch.float32).contiguous()}, path,
+              metadata={"num_key_value_heads": str(kv_heads)})
+
+
+def planted(name):
+    """conformance/engines/kvpress/adapter.py's PLANTS[name]: (policy, the
+    function that plants the rule error in a press)."""
+    sys.path.insert(0, os.path.join(REPO, "conformance", "engines", "kvpress"))
+    import adapter  # pylint: disable=import-outside-toplevel
+    return adapter.PLANTS[name]
+
+
+def compute_dtype(work, dtype, device="cpu", plant=None):
+    """kvpress inside the tiny model in `dtype`, judged by the runner.
+
+    The model runs in `dtype` under eager attention; its own attention
+    weights (output_attentions: the tensor kvpress reads from the layer's
+    output, in the dtype) make each layer's scenario, so kvspec's reference
+    ranks exactly the weights the press ranked, in binary64. Each press at
+    each ratio prefills the prompt and the positions it kept are read back;
+    tools/vectors/vectors_from_scenarios writes the cases (layer x press x
+    ratio) with the reference's expected logs and margins, and the runner
+    asks replay_port.py, which answers with kvpress's kept sets and declares
+    `dtype` as its score and accumulate precision: what the dtype cannot
+    decide is `within precision` (spec/protocol.md#precision), the rest
+    must match. plant: a name of adapter.PLANTS, its rule error planted
+    in its press (the other presses are not run). Returns the runner's
+    JSON report (a dict) and its output."""
+    import torch
+    torch.set_num_threads(1)
+    importer, simulate, make_vectors, runner = bazel_binaries(
+        ("//tools/vectors:vectors_from_scenarios", "//conformance:runner"))
+    model_path, ids = build_model(work)
+    model = load(model_path, "eager", dtype).to(device)
+    layers = range(MODEL["num_hidden_layers"])
+    from transformers import DynamicCache
+    cache = DynamicCache()
+    with torch.no_grad():
+        out = model.model(input_ids=torch.tensor([ids], device=device),
+                          past_key_values=cache, output_attentions=True)
+    full_keys = [layer.keys[0].cpu().clone() for layer in cache.layers]
+    scenarios = {}
+    for n in layers:
+        rows = os.path.join(work, f"{dtype}-layer{n}.safetensors")
+        save_rows(rows, out.attentions[n].cpu(), MODEL["num_key_value_heads"])
+        scenarios[n] = os.path.join(work, f"{dtype}-layer{n}.pb")
+        run([importer, f"--input={rows}", f"--output={scenarios[n]}",
+             f"--id=model-eager-{dtype}-layer{n}"], f"import_attention (layer {n})")
+    lines, answers = [], {}
+    plant_policy, plant_in = planted(plant) if plant else (None, None)
+    for policy in POLICIES:
+        if plant and policy != plant_policy:
+            continue
+        for ratio in RATIOS:
+            tag = f"{policy}-ratio-{ratio // 10000}"
+            effective = os.path.join(work, f"{dtype}-{tag}.json")
+            run([simulate, f"--scenario={scenarios[0]}", f"--policy={policy}",
+                 f"--params=preset=kvpress-0.5.5,ratio_ppm={ratio}",
+                 f"--json={effective}", "--quiet"], f"simulate {policy}")
+            with open(effective, encoding="utf-8") as f:
+                params = dict(json.load(f)["effective_parameters"])
+            press = kc.make_press(policy, params)
+            if plant:
+                press = plant_in(press)
+            kept_keys, _ = press_run(model, ids, press, device)
+            one_set = params.get("granularity", 0) == 0
+            for n in layers:
+                case_id = f"model/eager-{dtype}/layer{n}/{tag}"
+                kept = kept_positions(full_keys[n], kept_keys[n].cpu())
+                # A layer-wide set (tova's preset, streamingllm) that the
+                # press kept differently per KV head is answered as it is:
+                # a log of several sets, which the runner fails.
+                alike = all(k == kept[0] for k in kept)
+                answers[case_id] = {"length": PROMPT_TOKENS,
+                                    "sets": kept[:1] if one_set and alike else kept}
+                lines.append(f"{case_id} {os.path.basename(scenarios[n])} {policy} "
+                             f"preset=kvpress-0.5.5,ratio_ppm={ratio}")
+    listing = os.path.join(work, "cases.txt")
+    with open(listing, "w", encoding="utf-8") as f:
+        f.write("# written by tools/kvpress/model_check.py --dtype\n")
+        f.write("\n".join(lines) + "\n")
+    folder = os.path.join(work, f"vectors-{dtype}")
+    run([make_vectors, f"--cases={listing}", f"--out={folder}"], "vectors_from_scenarios")
+    import transformers
+    from importlib.metadata import version
+    answers_path = os.path.join(work, f"answers-{dtype}.json")
+    with open(answers_path, "w", encoding="utf-8") as f:
+        json.dump({"name": f"kvpress-model-{dtype}",
+                   "version": f"kvpress {version('kvpress')} in a tiny Llama, transformers "
+                              f"{transformers.__version__}, torch {torch.__version__}, "
+                              f"{dtype} on {device}",
+                   "precision": "binary32" if dtype == "float32" else dtype,
+                   "cases": answers}, f)
+    report = os.path.join(work, f"report-{dtype}.json")
+    port = f"{sys.executable} {os.path.join(HERE, 'replay_port.py')} {answers_path}"
+    done = subprocess.run([runner, f"--vectors={folder}", f"--port={port}", "--nocut",
+                           f"--json={report}"], capture_output=True, text=True)
+    if not os.path.exists(report):
+        raise ToolError(f"the runner wrote no report (exit {done.returncode}): "
+                        f"{(done.stderr or done.stdout).strip()[-800:]}")
+    with open(report, encoding="utf-8") as f:
+        return json.load(f), done.stdout + done.stderr
+
+
+def dtype_main(work, dtype, device, plant=None):
+    """--dtype: the runner's verdicts, one line a case that is not a plain
+    pass, and "kvpress-model-<dtype>: P passed, F failed", P counting the
+    passed and within-precision cases, F every other outcome. With --plant
+    the runner must fail some case of the planted press (a mismatch): the
+    last line is "kvpress-model-planted: 1 passed, 0 failed" when it did."""
+    name = f"kvpress-model-{dtype}" + (f"-planted-{plant}" if plant else "")
+    try:
+        report, output = compute_dtype(work, dtype, device, plant)
+    except Exception as error:  # pylint: disable=broad-except
+        print(f"FAIL {name} could not run: {type(error).__name__}: {error}\n"
+              f"{traceback.format_exc()}")
+        print(f"{name}: 0 passed, 1 failed")
+        return 1
+    counts = {}
+    for case in report["cases"]:
+        counts[case["outcome"]] = counts.get(case["outcome"], 0) + 1
+        if case["outcome"] != "pass":
+            prefix = "" if case["outcome"] == "within precision" else "FAIL "
+            print(f"{prefix}{case['id']}: {case['outcome']}: "
+                  f"{case.get('detail', '').splitlines()[0] if case.get('detail') else ''}")
+    passed = counts.get("pass", 0) + counts.get("within precision", 0)
+    failed = len(report["cases"]) - passed
+    if not report["cases"]:
+        print(output[-2000:])
+        failed = 1
+    print(f"{name}: judged at {report['precision']}: "
+          + ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items())))
+    print(f"{name}: {passed} passed, {failed} failed")
+    if plant:
+        caught = counts.get("mismatch", 0)
+        print(f"kvpress-model-planted: {dtype}, {plant}: {caught} of "
+              f"{len(report['cases'])} cases a mismatch "
+              f"({'caught' if caught else 'NOT caught'})")
+        print(f"kvpress-model-planted: {1 if caught else 0} passed, {0 if caught else 1} failed")
+        return 0 if caught else 1
+    return 1 if failed else 0
+
+
 def table(results):
     rows = ["| press | attention | cases | " + " | ".join(CLASSES)
             + " | failed | scores at the cuts |",
@@ -411,6 +572,19 @@ def main():
     mode.add_argument("--write", action="store_true")
     mode.add_argument("--table", action="store_true")
     mode.add_argument("--selftest", action="store_true")
+    parser.add_argument("--dtype", choices=DTYPES, default=None,
+                        help="run eager attention in this dtype and let the "
+                        "runner judge kvpress's kept sets at its precision "
+                        "(compute_dtype); without it, the float32 check "
+                        "against the committed file")
+    parser.add_argument("--plant", default=None,
+                        choices=("h2o-raw-sums", "snapkv-kernel-3"),
+                        help="with --dtype: plant this rule error in its press "
+                        "(conformance/engines/kvpress/adapter.py PLANTS); the "
+                        "runner must fail a case of it")
+    parser.add_argument("--device", default="cpu",
+                        help="with --dtype: the torch device (cuda, cuda:N "
+                        "where present)")
     parser.add_argument("--file", default=DEFAULT_FILE)
     parser.add_argument("--work", default=None,
                         help="keep the work files here (default: a "
@@ -422,6 +596,8 @@ def main():
         os.makedirs(work, exist_ok=True)
         if args.selftest:
             return selftest(work)
+        if args.dtype:
+            return dtype_main(work, args.dtype, args.device, args.plant)
         try:
             results = compute(work)
         except Exception as error:  # pylint: disable=broad-except
