@@ -63,8 +63,9 @@ if [[ "$mode" == --check ]]; then
   for dtype in bfloat16 float16 float32; do
     "$python" tools/kvpress/model_check.py --dtype "$dtype" || status=1
   done
-  # A rule error planted in a press must fail. In float32 only: at 256
-  # positions bfloat16's and float16's bound has no limit for these cases
+  # A rule error planted in a press must fail. In float32 only: with 256
+  # rows for 8 query heads (score_terms 2,048) bfloat16's and float16's
+  # bound has no limit for these cases
   # (spec/arithmetic.md#the-bound), so the runner judges every exchange
   # there `within precision` (tools/kvpress/README.md#in-the-model-at-lower-precision).
   caught=0 missed=0
