@@ -308,6 +308,7 @@ class Capture:
         self.writer = writer
         self.layer_inputs = {}  # layer -> (hidden_states, position_embeddings)
         self.seconds = {}
+        self.began = None  # the first layer's start, for the progress lines
 
     # -- the pieces of arithmetic, each as the library computes it ---------
 
@@ -479,9 +480,25 @@ class Capture:
             if need_output:
                 output = output.transpose(1, 2).contiguous()
         self.seconds[layer] = time.monotonic() - began
+        self.progress(layer, captured)
         if not need_output:
             raise StopForward()
         return output, None
+
+    def progress(self, layer, captured):
+        """One line on stderr as each layer's attention is done: the run
+        goes through layers 0 .. last, so the time so far per layer gives
+        the rest."""
+        now = time.monotonic()
+        if self.began is None:
+            self.began = now - self.seconds[layer]
+        done, total = layer + 1, self.last_layer + 1
+        elapsed = now - self.began
+        left = elapsed / done * (total - done)
+        print(f"capture_attention: layer {layer} ({done} of {total}"
+              f"{', captured' if captured else ''}): {elapsed:.0f} s so far"
+              f"{f', about {left:.0f} s left' if done < total else ''}",
+              file=sys.stderr, flush=True)
 
 
 def repeat_group(states, group, groups):

@@ -544,13 +544,13 @@ refuse "bad device" "--device nowhere" --token_ids "$TMP/ids.txt" \
 [[ -z "$(ls "$TMP" | grep '\.tmp$')" ]] || fail "a temporary file was left"
 
 # --- tools/attention/attention_report.py: model and prompt to policies x ratios ---
-# The 600-token prompt: a prefill of 568 (the last 40 queries' rows), then
+# The 600-token prompt: a prefill of 568 (the last 64 queries' rows), then
 # 32 decode queries. kvpress's budget is max(1, int(568 * (1 - r))): 426,
 # 284, 142 and 56 kept for r = 0.25, 0.5, 0.75, 0.9, in every set; the
 # retained mass is a share, so in [0, 1], and it cannot grow as the ratio
 # removes more.
 "$PYTHON" "$REPORT" --model "$TMP/model" --token_ids "$TMP/ids.txt" \
-  --layers 0,1 --window 40 --decode 32 --out "$TMP/report" \
+  --layers 0,1 --window 64 --decode 32 --out "$TMP/report" \
   --import_attention "$IMPORT" --simulate "$SIMULATE" >"$TMP/report.out" 2>&1 \
   || fail "attention_report exited $?: $(tail -5 "$TMP/report.out")"
 "$PYTHON" - "$TMP/report" <<'PYEOF' || fail "attention_report's files"
@@ -570,10 +570,28 @@ for layer in (0, 1):
         masses = [r["mean"] for r in sorted(results, key=lambda r: r["ratio"])
                   if r["layer"] == layer and r["policy"] == policy]
         assert masses == sorted(masses, reverse=True), (layer, policy, masses)
-assert open(f"{out}/report.md").read().count("\n| ") == 2 + 24  # header, rule, rows
+report = open(f"{out}/report.md").read()
+assert report.count("\n| ") == 2 + 24  # header, rule, rows
+# The capture's metadata carried: the prompt's hash, in the JSON and the table.
+import hashlib, struct
+ids = [int(t) for t in open(f"{out}/token_ids.txt").read().split()]
+sha = hashlib.sha256(struct.pack(f"<{len(ids)}q", *ids)).hexdigest()
+assert len(ids) == 600 and data["token_ids_sha256"] == sha and sha in report, data
+# The kvpress column: kvpress's own presses in the model keep kvspec's sets
+# at 50 % (568 -> 284 kept, well above SnapKV's window of 64).
+for r in results:
+    assert len(r["kvpress_differ_per_head"]) == 4, r
+    if r["ratio"] == 0.5:
+        assert r["kvpress_heads_agreeing"] == 4, r
 ET.parse(f"{out}/retained.svg")
-print("attention_report: 24 rows, kept counts as kvpress computes them")
+assert open(f"{out}/retained.png", "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+csv = open(f"{out}/retained.csv").read().splitlines()
+assert csv[0].startswith("layer,policy,ratio,kept_fraction,mean_retained") and len(csv) == 25, csv[:2]
+print("attention_report: 24 rows, kept counts as kvpress computes them, kvpress agreeing at 50 %")
 PYEOF
+grep -q "attention_report: simulate 24 of 24" "$TMP/report.out" \
+  && grep -q "capture_attention: layer 1 (2 of 2, captured)" "$TMP/report.out" \
+  || fail "attention_report's progress lines: $(head -20 "$TMP/report.out")"
 # Its files are written whole, never over a FIFO, a symlink or a device
 # (issue 33): write_whole refuses them and leaves no temporary file.
 mkfifo "$TMP/wfifo"; ln -s "$TMP/ids.txt" "$TMP/wlink"
@@ -603,10 +621,12 @@ PYEOF
   --out "$TMP/report-h2o" --import_attention "$IMPORT" --simulate "$SIMULATE" \
   >"$TMP/report-h2o.out" 2>&1 \
   || fail "attention_report --policies h2o,snapkv --window 40: $(tail -5 "$TMP/report-h2o.out")"
+grep -q "not run (the scenario carries 40 rows, SnapKVPress's window is 64" "$TMP/report-h2o/report.md" \
+  || fail "attention_report --window 40: kvpress's SnapKV (window 64) compared: $(cat "$TMP/report-h2o/report.md")"
 "$PYTHON" "$REPORT" --model "$TMP/model" --token_ids "$TMP/ids.txt" \
   --policies h2o --attention sdpa --out "$TMP/report-h2o-sdpa" \
   --import_attention "$IMPORT" --simulate "$SIMULATE" >"$TMP/report-h2o-sdpa.out" 2>&1
-[[ $? -eq 1 ]] && grep -q "h2o reads column totals" "$TMP/report-h2o-sdpa.out" \
+[[ $? -eq 2 ]] && grep -q "h2o reads column totals" "$TMP/report-h2o-sdpa.out" \
   && [[ ! -e "$TMP/report-h2o-sdpa/capture.safetensors" ]] \
   || fail "attention_report --policies h2o --attention sdpa: $(cat "$TMP/report-h2o-sdpa.out")"
 
