@@ -1,8 +1,11 @@
 #include "cc/presets.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cc/errors.h"
+#include "cc/registry.h"
 
 namespace kvspec {
 
@@ -177,6 +180,15 @@ absl::Status Derive(const Preset& preset, PolicyConfig& config) {
 
 absl::StatusOr<PolicyConfig> ExpandPreset(const PolicyConfig& config,
                                           absl::string_view name) {
+  // An unknown policy is said before an unknown preset of it: "foo: unknown
+  // preset" would suggest the policy exists.
+  std::vector<std::string> policies;
+  for (const PolicyInfo& info : RegisteredPolicies()) policies.push_back(info.name);
+  if (std::find(policies.begin(), policies.end(), config.name) == policies.end()) {
+    return Refuse(ErrorCategory::kUnknownPolicy, {"unknown", {"name"}},
+                  absl::StrFormat("unknown policy '%s'; the registry has %s",
+                                  config.name, absl::StrJoin(policies, ", ")));
+  }
   std::vector<std::string> known;
   for (const Preset& preset : Presets()) {
     if (preset.policy != config.name) continue;

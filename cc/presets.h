@@ -44,9 +44,11 @@ const std::vector<Preset>& Presets();
 // `config` with the preset `name` of its policy applied: the preset's
 // parameters, each replaced by a parameter of the same name that `config`
 // gives, then `config`'s other parameters in their order; then an engine
-// preset's derived parameter (spec/spans.md#presets). Refuses an unknown
-// preset, and an engine preset without the parameter it derives from
-// (INVALID_PARAMETER, naming the policy's presets or the parameter).
+// preset's derived parameter (spec/spans.md#presets). Refuses a policy
+// the registry does not have (UNKNOWN_POLICY, before any preset is looked
+// for), an unknown preset, and an engine preset without the parameter it
+// derives from (INVALID_PARAMETER, naming the policy's presets or the
+// parameter).
 absl::StatusOr<PolicyConfig> ExpandPreset(const PolicyConfig& config,
                                           absl::string_view name);
 

@@ -94,5 +94,16 @@ TEST(Presets, AnUnknownPresetIsRefusedByName) {
   EXPECT_NE(config.status().message().find("window"), std::string::npos);
 }
 
+// An unknown policy is refused as such, before its preset is looked for:
+// "foo: unknown preset" would suggest a policy foo exists.
+TEST(Presets, AnUnknownPolicyIsSaidBeforeItsPreset) {
+  const absl::StatusOr<PolicyConfig> config = ExpandPreset({"foo", {}}, "bar");
+  EXPECT_EQ(CategoryOf(config.status()), ErrorCategory::kUnknownPolicy);
+  EXPECT_NE(config.status().message().find("unknown policy 'foo'"), std::string::npos)
+      << config.status().message();
+  EXPECT_EQ(config.status().message().find("preset"), std::string::npos)
+      << config.status().message();
+}
+
 }  // namespace
 }  // namespace kvspec

@@ -51,7 +51,7 @@ carries them on the prefill step (import_attention --totals): h2o at any
 length, for the whole prefill's attention arithmetic (eager only; the other
 policies ignore the totals).
 
-Needs tools/.venv-torch (tools/setup.sh --tests) and bazel (builds
+Needs tools/.venv-torch (tools/setup.sh --research, or --tests) and bazel (builds
 //tools:import_attention and //tools:simulate, -c opt).
 
 Exit status: 0 on success, 2 for a bad argument (said before anything

@@ -594,7 +594,7 @@ def capture(args):
     except ImportError as e:
         raise RuntimeError(
             f"{e}: this Python lacks torch, transformers or numpy; run "
-            f"tools/setup.sh --tests and use "
+            f"tools/setup.sh --research (or --tests) and use "
             f"tools/.venv-torch/bin/python") from None
     transformers.utils.logging.disable_progress_bar()
     if args.attention == "sdpa":

@@ -111,7 +111,7 @@ def build(out):
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError as error:
             raise ModelError(f"transformers is missing ({error}): run it with "
-                             f"tools/.venv-torch/bin/python (tools/setup.sh --tests)") from None
+                             f"tools/.venv-torch/bin/python (tools/setup.sh --research or --tests)") from None
         transformers.utils.logging.disable_progress_bar()
         folder, name = os.path.split(gguf_path)
         tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)

@@ -369,6 +369,28 @@ int WriteScenarioFile(const std::string& flag, const std::string& path,
 // ---------------------------------------------------------------------------
 // Runs.
 
+// When nothing was evicted because the budget holds every admitted
+// position, says so: a budget above what the scenario admits is a common
+// slip (a budget meant for a longer prompt), and "evict []" on every line
+// does not say why. Not with a ratio, which sets the budget at prefill.
+void NoteBudget(const PolicyConfig& config, size_t admitted, size_t evicted) {
+  if (evicted != 0 || !MakePolicy(config).ok()) return;
+  bool has_budget = false, has_ratio = false;
+  for (const PolicyInfo& info : RegisteredPolicies()) {
+    if (info.name != config.name) continue;
+    for (const ParameterInfo& p : info.parameters) {
+      has_budget = has_budget || p.name == "budget";
+      has_ratio = has_ratio || p.name == "ratio_ppm";
+    }
+  }
+  if (!has_budget || (has_ratio && EffectiveParameter(config, "ratio_ppm") > 0)) return;
+  const int64_t budget = EffectiveParameter(config, "budget");
+  if (budget >= 0 && static_cast<uint64_t>(budget) >= admitted) {
+    Text("note: budget %d holds all %d positions admitted, so nothing was "
+         "evicted\n", budget, admitted);
+  }
+}
+
 // A scenario with several heads (spec/heads.md): each step's victims, kept
 // set by kept set.
 RunResult RunSetsAndPrint(const PolicyConfig& config, const Scenario& scenario,
@@ -390,6 +412,25 @@ RunResult RunSetsAndPrint(const PolicyConfig& config, const Scenario& scenario,
                           : result.steps[0].sets.size();
   Text("%d steps, %d kept set(s) (victims per set, set 0 first)\n",
        result.steps.size(), sets);
+  // Per kept set: how many it keeps at the end and evicted in all.
+  size_t evicted_in_all = 0;
+  if (!result.steps.empty()) {
+    const std::vector<const StepRecord*> last = SetRecords(result.steps.back());
+    for (size_t s = 0; s < last.size(); ++s) {
+      size_t evicted = 0;
+      for (const StepRecord& step : result.steps) {
+        const std::vector<const StepRecord*> records = SetRecords(step);
+        if (s < records.size()) evicted += records[s]->victims.size();
+      }
+      evicted_in_all += evicted;
+      Text("  set %d: kept %d, evicted %d\n", s, last[s]->kept_count, evicted);
+    }
+  }
+  if (result.refusal.ok() && !scenario.trace.has_value()) {
+    size_t admitted = 0;
+    for (const ScenarioStep& step : scenario.steps) admitted += step.admit;
+    NoteBudget(config, admitted, evicted_in_all);
+  }
   if (!result.refusal.ok()) PrintRefusal(result);
   Text("\n");
   return result;
@@ -499,6 +540,7 @@ bool RunAndPrint(const PolicyConfig& config, const std::string& preset,
   Text("%d steps, %d positions admitted, %d evicted, %d bytes of policy "
        "state\n",
        result.steps.size(), walk.next(), evicted, (*policy)->MemoryBytes());
+  if (result.refusal.ok()) NoteBudget(config, walk.next(), evicted);
   if (!result.refusal.ok()) PrintRefusal(result);
   Text("\n");
   const std::vector<Position> kept((*policy)->kept().begin(),
