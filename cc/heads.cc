@@ -5,18 +5,34 @@
 
 namespace kvspec {
 
+namespace {
+
+// The names of granularity's or aggregation's values 0..2, or nullptr.
+const char* const* HeadParameterNames(absl::string_view parameter) {
+  static const char* const granularities[] = {"layer", "kv_head", "query_head"};
+  static const char* const aggregations[] = {"mean", "max", "sum"};
+  return parameter == "granularity"   ? granularities
+         : parameter == "aggregation" ? aggregations
+                                      : nullptr;
+}
+
+}  // namespace
+
 std::optional<int64_t> HeadParameterValue(absl::string_view parameter,
                                           absl::string_view word) {
-  const char* const granularities[] = {"layer", "kv_head", "query_head"};
-  const char* const aggregations[] = {"mean", "max", "sum"};
-  const char* const* names = parameter == "granularity"   ? granularities
-                             : parameter == "aggregation" ? aggregations
-                                                          : nullptr;
+  const char* const* names = HeadParameterNames(parameter);
   if (names == nullptr) return std::nullopt;
   for (int64_t value = 0; value < 3; ++value) {
     if (word == names[value]) return value;
   }
   return std::nullopt;
+}
+
+std::optional<std::string> HeadParameterName(absl::string_view parameter,
+                                             int64_t value) {
+  const char* const* names = HeadParameterNames(parameter);
+  if (names == nullptr || value < 0 || value > 2) return std::nullopt;
+  return std::string(names[value]);
 }
 
 absl::Status CheckHeadCounts(const HeadCounts& heads) {

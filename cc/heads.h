@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -38,6 +39,12 @@ enum class Aggregation { kMean = 0, kMax = 1, kSum = 2 };
 // ("mean", "max", "sum"); nullopt for any other parameter or word.
 std::optional<int64_t> HeadParameterValue(absl::string_view parameter,
                                           absl::string_view word);
+
+// The reverse: the name of `value` of `granularity` or `aggregation`
+// ("kv_head" for granularity 1); nullopt for any other parameter, or a
+// value outside 0..2.
+std::optional<std::string> HeadParameterName(absl::string_view parameter,
+                                             int64_t value);
 
 // spec/heads.md#head-counts.
 struct HeadCounts {

@@ -185,6 +185,23 @@ void WriteHeader(JsonWriter& json, const JsonHeader& header) {
     }
     json.EndObject();
   }
+  // The names of the values that have one (granularity, aggregation):
+  // {"granularity": "kv_head", "aggregation": "mean"}.
+  json.Key("parameter_names");
+  if (!header.accepted) {
+    json.Null();
+  } else {
+    json.BeginObject();
+    for (const PolicyInfo& info : RegisteredPolicies()) {
+      if (info.name != header.config.name) continue;
+      for (const ParameterInfo& p : info.parameters) {
+        const std::optional<std::string> word =
+            HeadParameterName(p.name, EffectiveParameter(header.config, p.name));
+        if (word.has_value()) json.StringField(p.name, *word);
+      }
+    }
+    json.EndObject();
+  }
   json.UintField("seed", header.config.seed);
   json.BoolField("score_based", ReadsAttention(header.config.name));
   json.Newline();

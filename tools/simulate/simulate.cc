@@ -267,7 +267,10 @@ absl::StatusOr<Scenario> LoadScenario(const std::string& path) {
 std::string ConfigText(const PolicyConfig& config) {
   std::vector<std::string> parts;
   for (const Parameter& p : config.parameters) {
-    parts.push_back(absl::StrFormat("%s=%d", p.name, p.value));
+    // granularity=kv_head, not granularity=1 (spec/heads.md#parameters).
+    const std::optional<std::string> word = HeadParameterName(p.name, p.value);
+    parts.push_back(word.has_value() ? absl::StrFormat("%s=%s", p.name, *word)
+                                     : absl::StrFormat("%s=%d", p.name, p.value));
   }
   return config.name + (parts.empty() ? "" : " " + absl::StrJoin(parts, ","));
 }

@@ -143,6 +143,7 @@ assert d["parameters"] == [{"name": "budget", "value": 8},
                            {"name": "sinks", "value": 2}], d["parameters"]
 assert d["effective_parameters"]["budget"] == 8
 assert d["effective_parameters"]["prefill_only"] == 0
+assert d["parameter_names"] == {}, d["parameter_names"]  # streamingllm has no head parameter
 assert d["seed"] == 0 and d["score_based"] is False
 assert d["scenario"] == {"source": "sample", "path": None, "id": "sample"}
 assert (d["query_heads"], d["kv_heads"], d["step_count"]) == (1, 1, 12)
@@ -305,6 +306,28 @@ got = {(s["index"], x["set"]): [(c["position"], c["score"]) for c in x["cut"]]
        for s in d["steps"] for x in s["sets"] if "cut" in x}
 assert got == text and len(got) == 10, (sorted(got), sorted(text))
 PY
+# The summary gives each set's kept count and victims in all, --quiet too:
+# 8 positions, budget 3, so each set keeps 3 and evicted 5 (derived above).
+"$SIMULATE" --scenario="$TMP/gqa.pb" --policy=h2o --params=budget=3,recent_window=1 \
+  --quiet >"$TMP/gqa-quiet.txt" || fail "gqa --quiet exited $?"
+grep -q "^  set 0: kept 3, evicted 5$" "$TMP/gqa-quiet.txt" \
+  && grep -q "^  set 1: kept 3, evicted 5$" "$TMP/gqa-quiet.txt" \
+  && ! grep -q "^step" "$TMP/gqa-quiet.txt" \
+  || fail "the per-set summary under --quiet: $(cat "$TMP/gqa-quiet.txt")"
+# A budget that holds every admitted position evicts nothing, and says why;
+# one that does not says nothing of the kind. Head parameters by name.
+"$SIMULATE" --scenario="$TMP/gqa.pb" --policy=h2o --params=budget=8,recent_window=1 \
+  --quiet >"$TMP/gqa-8.txt" || fail "gqa budget=8 exited $?"
+grep -q "^note: budget 8 holds all 8 positions admitted, so nothing was evicted$" "$TMP/gqa-8.txt" \
+  && ! grep -q "^note:" "$TMP/gqa-quiet.txt" \
+  && grep -q "granularity=kv_head" <("$SIMULATE" --scenario="$TMP/gqa.pb" --policy=h2o \
+       --params=budget=3,recent_window=1,granularity=1 --quiet) \
+  || fail "the budget note or the head parameter's name: $(cat "$TMP/gqa-8.txt")"
+# An unknown policy is said before an unknown preset of it.
+"$SIMULATE" --policy=foo --params=preset=bar >"$TMP/foo.out" 2>&1
+grep -q "unknown policy 'foo'; the registry has" "$TMP/foo.out" \
+  && ! grep -q "unknown preset" "$TMP/foo.out" \
+  || fail "unknown policy with a preset: $(cat "$TMP/foo.out")"
 
 # The warning (spec/prefill.md#when-a-policy-evicts): the sample has no
 # prefill step, so the kvpress preset's prefill_only=1 and a ratio never
@@ -322,6 +345,8 @@ d = load(sys.argv[1])
 assert d["preset"] == "kvpress-0.5.5"
 assert d["effective_parameters"]["prefill_only"] == 1
 assert d["effective_parameters"]["ratio_ppm"] == 500000
+# kvpress's SnapKV: one set per KV head, heads averaged (spec/heads.md#parameters).
+assert d["parameter_names"] == {"granularity": "kv_head", "aggregation": "mean"}, d["parameter_names"]
 [w] = d["warnings"]
 assert w["code"] == "no_prefill_step" and w["parameters"] == ["prefill_only", "ratio_ppm"]
 assert "never evicts" in w["message"]
