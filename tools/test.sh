@@ -17,7 +17,9 @@
 # and float32 judged by the runner, with planted rule errors that must
 # fail in float32; then its DecodingPress on
 # the vectors of its preset, tools/kvpress/decoding_disagreements.txt, and
-# in the model), then each engine adapter's check
+# in the model), then tools/python/check.sh (the kvspec package: every
+# vector case through its API, and its API on hand-worked cases), then each
+# engine adapter's check
 # (conformance/engines/*/check.sh: transformers 5.2.0 and mlx-lm 0.32.2
 # driven through the runner, every deviation listed in their expectation
 # files; kvpress 0.5.5's presses on the vectors of its presets in float32,
@@ -69,7 +71,8 @@ search="$(mktemp)"
 kvpress="$(mktemp)"
 engines="$(mktemp)"
 docs="$(mktemp)"
-trap 'rm -f "$log" "$setup_log" "$determinism" "$fuzz" "$ports" "$old" "$recipes" "$search" "$kvpress" "$engines" "$docs"' EXIT
+python_api="$(mktemp)"
+trap 'rm -f "$log" "$setup_log" "$determinism" "$fuzz" "$ports" "$old" "$recipes" "$search" "$kvpress" "$engines" "$docs" "$python_api"' EXIT
 if ! stage setup-tests "$setup_log" tools/setup.sh --tests; then
   echo "tests: 0 passed, 1 failed (tools/setup.sh --tests failed)"
   exit 1
@@ -90,6 +93,8 @@ stage recipes "$recipes" tools/recipes/check.sh
 recipes_status=$?
 stage kvpress "$kvpress" tools/kvpress/check.sh
 kvpress_status=$?
+stage python-api "$python_api" tools/python/check.sh
+python_api_status=$?
 engines_status=0
 for check in conformance/engines/*/check.sh; do
   engine="$(basename "$(dirname "$check")")"
@@ -127,6 +132,10 @@ extra+=("$(grep -E '^kvpress-decoding-model-selftest: [0-9]+ passed, [0-9]+ fail
 [[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-decoding-model-selftest: 0 passed, 1 failed (no closing line)'
 extra+=("$(grep -E '^kvpress-decoding-model: [0-9]+ passed, [0-9]+ failed' "$kvpress" | tail -1 || true)")
 [[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-decoding-model: 0 passed, 1 failed (no closing line)'
+for name in python-api-vectors python-api; do
+  extra+=("$(grep -E "^$name: [0-9]+ passed, [0-9]+ failed" "$python_api" | tail -1 || true)")
+  [[ -n "${extra[-1]}" ]] || extra[-1]="$name: 0 passed, 1 failed (no closing line)"
+done
 for engine in transformers mlx-lm kvpress-float32 kvpress-bfloat16 kvpress-float16; do
   extra+=("$(grep -E "^$engine-adapter: [0-9]+ passed, [0-9]+ failed" "$engines" | tail -1 || true)")
   [[ -n "${extra[-1]}" ]] || extra[-1]="$engine-adapter: 0 passed, 1 failed (no closing line)"
@@ -157,5 +166,6 @@ python3 tools/test_summary.py "$log" "$(bazel info bazel-testlogs 2>/dev/null)" 
 [[ $status -eq 0 && $determinism_status -eq 0 && $fuzz_status -eq 0 \
    && $ports_status -eq 0 && $search_status -eq 0 \
    && $old_status -eq 0 \
-   && $recipes_status -eq 0 && $kvpress_status -eq 0 && $engines_status -eq 0 \
+   && $recipes_status -eq 0 && $kvpress_status -eq 0 && $python_api_status -eq 0 \
+   && $engines_status -eq 0 \
    && $docs_status -eq 0 ]]

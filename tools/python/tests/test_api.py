@@ -1,0 +1,170 @@
+"""The package's API on cases worked by hand from the spec (not from the
+reference's output), and its refusals.
+
+    tools/.venv-torch/bin/python tools/python/tests/test_api.py
+
+Last line: "python-api: P passed, F failed"; exit 1 on any failure.
+"""
+import math
+import sys
+import traceback
+
+import numpy as np
+
+import kvspec
+from kvspec import pb
+
+CHECKS = []
+
+
+def check(function):
+    CHECKS.append(function)
+    return function
+
+
+def decode(admits, heads=1):
+    """A scenario of steps admitting `admits` positions each, null
+    attention (window and streamingllm read none)."""
+    scenario = pb.Scenario(id="hand")
+    for n in admits:
+        scenario.steps.add(admit=n)
+    if heads > 1:
+        scenario.query_heads = scenario.kv_heads = heads
+    return scenario
+
+
+@check
+def window_worked_example():
+    # spec/policies/window.md, "Worked example", budget 3: single steps
+    # admitting 0..5 evict nothing, nothing, nothing, 0, 1, 2.
+    run = kvspec.run("window", decode([1] * 6), params={"budget": 3})
+    assert run.refusal is None, run.refusal
+    assert [s.sets[0].victims for s in run.steps] == [[], [], [], [0], [1], [2]]
+    assert run.kept == [[3, 4, 5]] and run.evicted == [[0, 1, 2]]
+    # A chunk of 5 (0..4) evicts 0 and 1 at once; a chunk of 2 (5, 6) then 2 and 3.
+    run = kvspec.run("window", decode([5, 2]), params={"budget": 3})
+    assert [s.sets[0].victims for s in run.steps] == [[0, 1], [2, 3]]
+    # query positions: the number kept before each step (spec/harness.md).
+    assert [s.query_position for s in run.steps] == [0, 3]
+
+
+# TOVA with kvpress's preset at compression_ratio 0.5 on a 16-position
+# prompt: it keeps max(1, int(16 x 0.5)) = 8 positions
+# (spec/prefill.md#budgets-from-a-ratio), those with the largest mean over
+# heads of the last query's weights (spec/policies/tova.md); both heads
+# give the last query the same row, so the 8 largest of W are kept:
+# 13 (15), 12 (13), 11 (11), 10 (10), 9 (2), 8 (4), 7 (6), 6 (8).
+W = [5, 1, 9, 2, 8, 3, 7, 4, 6, 0.5, 10, 11, 0.1, 12, 0.2, 13]
+TOVA_KEPT = [2, 4, 6, 8, 10, 11, 13, 15]
+
+
+def last_row_prompt(heads=2):
+    rows = np.zeros((heads, 1, 16), dtype=np.float32)
+    rows[:, 0, :] = np.array(W) / sum(W)
+    return rows
+
+
+@check
+def tova_from_rows_with_kvpress_ratio():
+    run = kvspec.run("tova", rows=last_row_prompt(), preset="kvpress-0.5.5",
+                     compression_ratio=0.5)
+    assert run.refusal is None, run.refusal
+    assert run.config["ratio_ppm"] == 500000
+    assert run.kept == [TOVA_KEPT], run.kept
+    assert len(run.steps) == 1 and run.steps[0].sets[0].kept_count == 8
+    # The cut: the 8 victims in rank order, lowest score first (0.1 at 12).
+    cut = run.steps[0].sets[0].cut
+    assert cut[0][0] == 12 and math.isclose(cut[0][1], 0.1 / sum(W), rel_tol=1e-6), cut
+
+
+@check
+def torch_tensors_as_numpy():
+    try:
+        import torch
+    except ImportError:
+        return "skipped: no torch"
+    run = kvspec.run("tova", rows=torch.tensor(last_row_prompt()), preset="kvpress-0.5.5",
+                     compression_ratio=0.5)
+    assert run.kept == [TOVA_KEPT], run.kept
+
+
+@check
+def head_parameters_by_word():
+    # h2o at query_head granularity: one kept set per query head
+    # (spec/heads.md#kept-sets); the word is the value 2.
+    rows = last_row_prompt()
+    by_word = kvspec.run("h2o", rows=rows, params={"budget": 8, "recent_window": 0,
+                                                   "granularity": "query_head"})
+    by_value = kvspec.run("h2o", rows=rows, params={"budget": 8, "recent_window": 0,
+                                                    "granularity": 2})
+    assert len(by_word.kept) == 2 and by_word.kept == by_value.kept, by_word.kept
+    assert by_word.config["granularity"] == 2
+
+
+@check
+def refusals_are_results():
+    rows = last_row_prompt()
+    rows[1, 0, 3] = float("nan")
+    run = kvspec.run("tova", rows=rows, preset="kvpress-0.5.5", compression_ratio=0.5)
+    assert run.refusal is not None and run.refusal.category == "ATTENTION_VALUE", run.refusal
+    assert run.kept == [[]] or run.kept == [], run.kept
+    run = kvspec.run("window", decode([1]), params={"budgte": 3})
+    assert run.refusal.category == "INVALID_PARAMETER" and run.refusal.step == -1, run.refusal
+    assert "budgte" in run.refusal.message
+    run = kvspec.run("nope", decode([1]))
+    assert run.refusal.category == "UNKNOWN_POLICY", run.refusal
+
+
+@check
+def bad_arguments_raise_naming_them():
+    for call, words in (
+            (lambda: kvspec.run("tova", rows=last_row_prompt(), compression_ratio=1.5),
+             "compression_ratio"),
+            (lambda: kvspec.run("tova", rows=last_row_prompt(), compression_ratio=0.1234567),
+             "compression_ratio"),
+            (lambda: kvspec.run("tova", rows=np.zeros((2, 3, 4, 5))), "rows"),
+            (lambda: kvspec.run("tova", rows=np.zeros((1, 5, 4))), "rows"),
+            (lambda: kvspec.run("tova", rows=last_row_prompt(), preset="nope"), "nope"),
+            (lambda: kvspec.run("h2o", rows=last_row_prompt(),
+                                params={"granularity": "per_head"}), "granularity"),
+            (lambda: kvspec.run("h2o", rows=last_row_prompt(), params={"budget": 2.5}),
+             "budget"),
+            (lambda: kvspec.run("window"), "scenario or rows"),
+            (lambda: kvspec.run("window", scenario=b"\xff\xff\xff"), "scenario"),
+            (lambda: kvspec.run("window", scenario="/nonexistent/x.pb"), "x.pb"),
+    ):
+        try:
+            call()
+        except (ValueError, OSError) as error:
+            assert words in str(error), (words, str(error))
+        else:
+            raise AssertionError(f"no error for {words}")
+
+
+@check
+def registry_and_presets():
+    names = [p.name for p in kvspec.policies()]
+    assert names[:6] == ["full", "window", "streamingllm", "h2o", "tova", "snapkv"], names
+    window = next(p for p in kvspec.policies() if p.name == "window")
+    assert window.card == "spec/policies/window.md"
+    assert [p.name for p in window.parameters][0] == "budget"
+    assert "kvpress-0.5.5" in kvspec.presets("snapkv")
+    assert "snapkv:kvpress-0.5.5" in kvspec.presets()
+
+
+def main():
+    passed = failed = 0
+    for function in CHECKS:
+        try:
+            note = function()
+            passed += 1
+            print(f"ok   {function.__name__}" + (f" ({note})" if note else ""))
+        except Exception:  # pylint: disable=broad-except
+            failed += 1
+            print(f"FAIL {function.__name__}\n{traceback.format_exc()}")
+    print(f"python-api: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
