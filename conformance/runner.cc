@@ -487,7 +487,7 @@ class Session {
     // as printed, in or out of a checkout), and the `bazel run` form. Case
     // IDs need no quoting: they are [a-z0-9/.-] (spec/vectors.md#cases).
     const std::string in_checkout =
-        absl::StrFormat("bazel run //conformance:runner -- --port=%s --case=%s",
+        absl::StrFormat("bazel run -c opt //conformance:runner -- --port=%s --case=%s",
                         ShellQuote(options_.port_command),
                         loaded.vector->id());
     report.replay = options_.replay_prefix.empty()

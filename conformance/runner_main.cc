@@ -1,10 +1,10 @@
 // The conformance runner (spec/protocol.md).
 //
-//   bazel run //conformance:runner -- --port='<command line>'
-//   bazel run //conformance:runner -- --port=... --policy=snapkv --case='snapkv/ring/*'
-//   bazel run //conformance:runner -- --port=... --expectations=FILE --junit=out.xml
-//   bazel run //conformance:runner -- --case=ID --dump=FILE   # frames to replay by hand
-//   bazel run //conformance:runner -- --decode=FILE [--decode_as=port]  # frames as text
+//   bazel run -c opt //conformance:runner -- --port='<command line>'
+//   bazel run -c opt //conformance:runner -- --port=... --policy=snapkv --case='snapkv/ring/*'
+//   bazel run -c opt //conformance:runner -- --port=... --expectations=FILE --junit=out.xml
+//   bazel run -c opt //conformance:runner -- --case=ID --dump=FILE   # frames to replay by hand
+//   bazel run -c opt //conformance:runner -- --decode=FILE [--decode_as=port]  # frames as text
 #include <limits.h>
 #include <stdlib.h>
 #include <unistd.h>

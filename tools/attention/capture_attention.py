@@ -90,7 +90,7 @@ path, versions and the SHA-256 of the token ids (and, with --prefill_chunk,
     tools/.venv-torch/bin/python tools/attention/capture_attention.py \\
         --model ~/models/Llama-3.2-1B --text prompt.txt --layers 0,8 \\
         --window 64 --output /tmp/window.safetensors
-    bazel run //tools:import_attention -- --input=/tmp/window.safetensors \\
+    bazel run -c opt //tools:import_attention -- --input=/tmp/window.safetensors \\
         --layer=8 --output=/tmp/prompt.pb --kv_heads=8
 
 A chunked prefill of 512 tokens a chunk, the last 64 queries of each:
@@ -98,7 +98,7 @@ A chunked prefill of 512 tokens a chunk, the last 64 queries of each:
     tools/.venv-torch/bin/python tools/attention/capture_attention.py \\
         --model ~/models/Llama-3.2-1B --text prompt.txt --layers 8 \\
         --window 64 --prefill_chunk 512 --output /tmp/chunks.safetensors
-    bazel run //tools:import_attention -- --input=/tmp/chunks.safetensors \\
+    bazel run -c opt //tools:import_attention -- --input=/tmp/chunks.safetensors \\
         --output=/tmp/chunked.pb --kv_heads=8
 
 If the model directory has no tokenizer and --text is given, each UTF-8 byte
@@ -797,15 +797,15 @@ def capture(args):
         print(f"  layer {n}: {state.seconds[n]:.1f} s of attention"
               f"{'' if n in layers else ' (run for the next layer, not captured)'}")
     print("next:")
-    print(f"  bazel run //tools:import_attention -- --input={output} "
+    print(f"  bazel run -c opt //tools:import_attention -- --input={output} "
           f"--layer={layers[-1]} --output={scenario} --kv_heads={kv_heads}")
     if args.matrix:
         budget = max(2, length // 4)
-        print(f"  bazel run //tools:simulate -- --scenario={scenario} "
+        print(f"  bazel run -c opt //tools:simulate -- --scenario={scenario} "
               f"--policy=h2o --params=budget={budget},recent_window="
               f"{budget // 4}")
     else:
-        print(f"  bazel run //tools:simulate -- --scenario={scenario} "
+        print(f"  bazel run -c opt //tools:simulate -- --scenario={scenario} "
               f"--policy=snapkv --params=preset=kvpress-0.5.5,"
               f"ratio_ppm=500000")
 

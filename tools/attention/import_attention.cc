@@ -1,15 +1,15 @@
 // import_attention: turns one layer's attention, saved from a model run, into
 // a kvspec scenario that tools/simulate and the runner read.
 //
-//   bazel run //tools:import_attention -- --input=/tmp/window.safetensors
+//   bazel run -c opt //tools:import_attention -- --input=/tmp/window.safetensors
 //       --layer=8 --output=/tmp/prompt.pb --kv_heads=8
-//   bazel run //tools:import_attention -- --input=/tmp/window.safetensors
+//   bazel run -c opt //tools:import_attention -- --input=/tmp/window.safetensors
 //       --output=/tmp/prompt.pb --kv_heads=8 --window_rows=32 --decode=16
-//   bazel run //tools:import_attention -- --input=/tmp/chunks.safetensors
+//   bazel run -c opt //tools:import_attention -- --input=/tmp/chunks.safetensors
 //       --output=/tmp/chunked.pb --kv_heads=8 --decode=16
-//   bazel run //tools:import_attention -- --input=/tmp/attn.npy
+//   bazel run -c opt //tools:import_attention -- --input=/tmp/attn.npy
 //       --output=/tmp/attn.pb --heads=0,2 --kv_heads=1
-//   bazel run //tools:simulate -- --scenario=/tmp/attn.pb --policy=h2o
+//   bazel run -c opt //tools:simulate -- --scenario=/tmp/attn.pb --policy=h2o
 //       --params=budget=64
 //
 // (each command on one line).

@@ -7,7 +7,7 @@
 //
 //   bazel run -c opt //tools:bench                         # everything
 //   bazel run -c opt //tools:bench -- --sections=figures   # deterministic part
-//   bazel run //tools:bench -- --check                     # stale blocks/plots?
+//   bazel run -c opt //tools:bench -- --check                     # stale blocks/plots?
 //
 // Progress goes to stderr, results to stdout. Google Benchmark's flags
 // (--benchmark_min_time=..., --benchmark_filter=...) are accepted too.

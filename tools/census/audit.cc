@@ -1,10 +1,10 @@
 // audit: the tie-breaking audit and the rule census of the vector suite.
 //
-//   bazel run //tools:audit -- <case id>     # its victims and the ties that decided them
-//   bazel run //tools:audit -- --all         # the same for every case, then totals
-//   bazel run //tools:audit -- --census      # how many cases each rule decided
-//   bazel run //tools:audit -- --list        # every case id
-//   bazel run //tools:audit -- --margins     # how close the score-based decisions are
+//   bazel run -c opt //tools:audit -- <case id>     # its victims and the ties that decided them
+//   bazel run -c opt //tools:audit -- --all         # the same for every case, then totals
+//   bazel run -c opt //tools:audit -- --census      # how many cases each rule decided
+//   bazel run -c opt //tools:audit -- --list        # every case id
+//   bazel run -c opt //tools:audit -- --margins     # how close the score-based decisions are
 //
 // Reads vectors/ (checked against its manifest first). Spec:
 // spec/vectors.md#flags.

@@ -440,7 +440,7 @@ int Main() {
                   conformance::ShellQuote(runner.string()).c_str(), folder.c_str(),
                   conformance::ShellQuote(port).c_str(), id.c_str());
     }
-    std::printf("replay: bazel run //conformance:runner -- --vectors=%s --port=%s --case=%s\n",
+    std::printf("replay: bazel run -c opt //conformance:runner -- --vectors=%s --port=%s --case=%s\n",
                 folder.c_str(), conformance::ShellQuote(port).c_str(), id.c_str());
   }
   std::filesystem::remove_all(work + "/batch");

@@ -1,13 +1,13 @@
 // simulate: runs kvspec's reference policies over a scenario and prints, step
 // by step, what each policy admits, evicts and keeps.
 //
-//   bazel run //tools:simulate                       # every policy, sample
-//   bazel run //tools:simulate -- --policy=streamingllm --params=budget=6,sinks=2
-//   bazel run //tools:simulate -- --scenario=/path/scenario.pb --policy=window
-//   bazel run //tools:simulate -- --list             # policies and parameters
-//   bazel run //tools:simulate -- --scenario=prompt.pb --policy=snapkv
+//   bazel run -c opt //tools:simulate                       # every policy, sample
+//   bazel run -c opt //tools:simulate -- --policy=streamingllm --params=budget=6,sinks=2
+//   bazel run -c opt //tools:simulate -- --scenario=/path/scenario.pb --policy=window
+//   bazel run -c opt //tools:simulate -- --list             # policies and parameters
+//   bazel run -c opt //tools:simulate -- --scenario=prompt.pb --policy=snapkv
 //       --params=preset=kvpress-0.5.5,ratio_ppm=500000   (one command)
-//   bazel run //tools:simulate -- --policy=h2o --json=/tmp/run.json  # JSON
+//   bazel run -c opt //tools:simulate -- --policy=h2o --json=/tmp/run.json  # JSON
 //
 // A scenario file is a binary kvspec.v1.Scenario (spec/kvspec.proto); floats
 // are read as exact IEEE values. Printed floats are shortest round-trip.

@@ -31,10 +31,10 @@ TEST(Vectors, CommittedFilesMatchTheReferenceByteForByte) {
     generated.insert(file.path);
     const fs::path committed = fs::path("vectors") / file.path;
     ASSERT_TRUE(fs::exists(committed))
-        << file.path << " is missing; run `bazel run //tools:regen_vectors`";
+        << file.path << " is missing; run `bazel run -c opt //tools:regen_vectors`";
     EXPECT_TRUE(Read(committed) == file.bytes)
         << file.path << " differs from what the reference generates; run "
-        << "`bazel run //tools:regen_vectors` and review the diff";
+        << "`bazel run -c opt //tools:regen_vectors` and review the diff";
   }
   for (const auto& entry : fs::directory_iterator("vectors")) {
     EXPECT_EQ(generated.count(entry.path().filename().string()), 1u)
@@ -49,7 +49,7 @@ TEST(Vectors, FlagTableInTheSpecIsCurrent) {
   ASSERT_TRUE(updated.ok()) << updated.status();
   EXPECT_TRUE(*updated == text)
       << "spec/vectors.md's flag table is stale; run "
-      << "`bazel run //tools:regen_vectors`";
+      << "`bazel run -c opt //tools:regen_vectors`";
 }
 
 TEST(Vectors, FeatureTableInTheSpecIsCurrent) {
@@ -59,7 +59,7 @@ TEST(Vectors, FeatureTableInTheSpecIsCurrent) {
   ASSERT_TRUE(updated.ok()) << updated.status();
   EXPECT_TRUE(*updated == text)
       << "spec/features.md's feature table is stale; run "
-      << "`bazel run //tools:regen_vectors`";
+      << "`bazel run -c opt //tools:regen_vectors`";
 }
 
 TEST(Vectors, TheGeneratorRefusesADuplicateCaseId) {

@@ -2,8 +2,8 @@
 // generated tables of spec/vectors.md (flags) and spec/features.md
 // (features).
 //
-//   bazel run //tools:regen_vectors
-//   bazel run //tools:regen_vectors -- --root=/tmp/copy   # a copy's files
+//   bazel run -c opt //tools:regen_vectors
+//   bazel run -c opt //tools:regen_vectors -- --root=/tmp/copy   # a copy's files
 //
 // Every output is produced and checked before anything a reader sees
 // changes: the files of vectors/ are written to a fresh folder beside it,

@@ -5,9 +5,9 @@
 // runner judges a port on scenarios of one's own, at the port's declared
 // precision too (spec/protocol.md#precision).
 //
-//   bazel run //tools:vectors_from_scenarios -- --cases=/tmp/cases.txt
+//   bazel run -c opt //tools:vectors_from_scenarios -- --cases=/tmp/cases.txt
 //       --out=/tmp/my-vectors
-//   bazel run //conformance:runner -- --vectors=/tmp/my-vectors --port=...
+//   bazel run -c opt //conformance:runner -- --vectors=/tmp/my-vectors --port=...
 //
 // Scenario paths in the list are relative to the list's folder unless
 // absolute. A scenario file listed by several cases is read once; its
