@@ -113,10 +113,11 @@ def bazel_binaries(more=()):
     """import_attention and simulate (and the binaries of `more`, bazel
     labels), built, by path."""
     labels = ["//tools:import_attention", "//tools:simulate", *more]
-    subprocess.run(["bazel", "build", *labels], cwd=REPO, check=True,
+    # -c opt: the configuration of every documented command (README, Building).
+    subprocess.run(["bazel", "build", "-c", "opt", *labels], cwd=REPO, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    out = subprocess.run(["bazel", "info", "bazel-bin"], cwd=REPO, check=True,
-                         capture_output=True, text=True).stdout.strip()
+    out = subprocess.run(["bazel", "info", "-c", "opt", "bazel-bin"], cwd=REPO,
+                         check=True, capture_output=True, text=True).stdout.strip()
     return (os.path.join(out, "tools", "attention", "import_attention"),
             os.path.join(out, "tools", "simulate", "simulate"),
             *(os.path.join(out, *label.lstrip("/").replace(":", "/").split("/"))
