@@ -1,5 +1,7 @@
 #include "tools/simulate/json.h"
 
+#include <utility>
+
 #include "absl/strings/str_format.h"
 #include "cc/errors.h"
 #include "cc/heads.h"
@@ -171,34 +173,37 @@ void WriteHeader(JsonWriter& json, const JsonHeader& header) {
     json.EndObject();
   }
   json.EndArray();
+  // Every parameter of the card with its value (given or default), in the
+  // card's order; then the names of the values that have one
+  // (granularity, aggregation): {"granularity": "kv_head", ...}.
+  std::vector<std::pair<std::string, int64_t>> effective;
+  if (header.accepted) {
+    for (const PolicyInfo& info : RegisteredPolicies()) {
+      if (info.name != header.config.name) continue;
+      for (const ParameterInfo& p : info.parameters) {
+        effective.emplace_back(p.name, EffectiveParameter(header.config, p.name));
+      }
+    }
+  }
   json.Key("effective_parameters");
   if (!header.accepted) {
     json.Null();
   } else {
     json.BeginObject();
-    for (const PolicyInfo& info : RegisteredPolicies()) {
-      if (info.name != header.config.name) continue;
-      for (const ParameterInfo& p : info.parameters) {
-        json.Key(p.name);
-        json.Int(EffectiveParameter(header.config, p.name));
-      }
+    for (const auto& [name, value] : effective) {
+      json.Key(name);
+      json.Int(value);
     }
     json.EndObject();
   }
-  // The names of the values that have one (granularity, aggregation):
-  // {"granularity": "kv_head", "aggregation": "mean"}.
   json.Key("parameter_names");
   if (!header.accepted) {
     json.Null();
   } else {
     json.BeginObject();
-    for (const PolicyInfo& info : RegisteredPolicies()) {
-      if (info.name != header.config.name) continue;
-      for (const ParameterInfo& p : info.parameters) {
-        const std::optional<std::string> word =
-            HeadParameterName(p.name, EffectiveParameter(header.config, p.name));
-        if (word.has_value()) json.StringField(p.name, *word);
-      }
+    for (const auto& [name, value] : effective) {
+      const std::optional<std::string> word = HeadParameterName(name, value);
+      if (word.has_value()) json.StringField(name, *word);
     }
     json.EndObject();
   }
