@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "cc/errors.h"
 #include "cc/policies/entries.h"
+#include "cc/policies/prefill.h"
 
 namespace kvspec {
 namespace {
@@ -147,6 +148,25 @@ int64_t EffectiveParameter(const PolicyConfig& config, absl::string_view name) {
     return policies::ParameterValues(&entry->info, *std::move(values)).Get(name);
   }
   assert(false && "EffectiveParameter: not a registered policy");
+  std::abort();
+}
+
+std::optional<size_t> StepBudget(const PolicyConfig& config, bool prefill_step,
+                                 size_t kept) {
+  for (const PolicyEntry* entry : Entries()) {
+    if (entry->info.name != config.name) continue;
+    absl::StatusOr<std::vector<int64_t>> values =
+        ResolveParameters(entry->info, config.parameters);
+    assert(values.ok());
+    const policies::ParameterValues parameters(&entry->info,
+                                               *std::move(values));
+    if (!parameters.Takes("budget") || !parameters.Takes("prefill_only") ||
+        !parameters.Takes("ratio_ppm")) {
+      return std::nullopt;
+    }
+    return policies::StepBudgetRule::Of(parameters).At(prefill_step, kept);
+  }
+  assert(false && "StepBudget: not a registered policy");
   std::abort();
 }
 

@@ -15,7 +15,9 @@
 #ifndef KVSPEC_CC_REGISTRY_H_
 #define KVSPEC_CC_REGISTRY_H_
 
+#include <cstddef>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -43,6 +45,16 @@ bool ReadsAttention(absl::string_view name);
 // configuration MakePolicy accepts, and `name` one of the policy's
 // parameters.
 int64_t EffectiveParameter(const PolicyConfig& config, absl::string_view name);
+
+// The budget of a step that leaves `kept` positions after admission
+// (spec/prefill.md#when-a-policy-evicts): at a prefill step with ratio_ppm
+// above 0, the budget the ratio gives (spec/prefill.md#budgets-from-a-ratio,
+// max(1, floor(kept x (1 - ratio_ppm / 10^6))) in binary64); nullopt for a
+// step that evicts nothing by prefill_only, and for a policy without the
+// prefill parameters (budget, prefill_only, ratio_ppm). Requires: a
+// configuration MakePolicy accepts.
+std::optional<size_t> StepBudget(const PolicyConfig& config, bool prefill_step,
+                                 size_t kept);
 
 }  // namespace kvspec
 

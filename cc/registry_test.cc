@@ -76,5 +76,34 @@ TEST(Registry, PolicyReportsItsName) {
   }
 }
 
+// spec/prefill.md#when-a-policy-evicts and #budgets-from-a-ratio, worked by
+// hand from the spec's text.
+TEST(Registry, StepBudgetFollowsTheStepBudgetRule) {
+  const PolicyConfig tova{"tova", {{"recent_window", 0}, {"ratio_ppm", 900000}}};
+  const PolicyConfig h2o{"h2o", {{"recent_window", 0}, {"ratio_ppm", 750000}}};
+  const PolicyConfig plain{"streamingllm", {{"budget", 6}, {"sinks", 2}}};
+  const PolicyConfig ratio{
+      "snapkv",
+      {{"recent_window", 0}, {"prefill_only", 1}, {"ratio_ppm", 500000}}};
+  for (const PolicyConfig& config : {tova, h2o, plain, ratio}) {
+    ASSERT_TRUE(MakePolicy(config).ok()) << MakePolicy(config).status();
+  }
+  // 1024 x (1 - 0.5) = 512 exactly.
+  EXPECT_EQ(StepBudget(ratio, /*prefill_step=*/true, 1024), 512u);
+  // A decode step under prefill_only evicts nothing.
+  EXPECT_EQ(StepBudget(ratio, /*prefill_step=*/false, 1024), std::nullopt);
+  // The spec's example: n = 20, ratio_ppm = 900000: 1 - 0.9 is
+  // 0.09999999999999998 in binary64, u = 1.9999999999999996, B = 1.
+  EXPECT_EQ(StepBudget(tova, true, 20), 1u);
+  // max(1, ...): 3 x (1 - 0.75) = 0.75 floors to 0, the budget is 1.
+  EXPECT_EQ(StepBudget(h2o, true, 3), 1u);
+  // Without a ratio every step's budget is `budget`; prefill steps too.
+  EXPECT_EQ(StepBudget(plain, true, 100), 6u);
+  EXPECT_EQ(StepBudget(plain, false, 100), 6u);
+  // Policies without the prefill parameters have no step budget rule here.
+  EXPECT_EQ(StepBudget({"window", {{"budget", 6}}}, true, 100), std::nullopt);
+  EXPECT_EQ(StepBudget({"full", {}}, true, 100), std::nullopt);
+}
+
 }  // namespace
 }  // namespace kvspec

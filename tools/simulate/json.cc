@@ -22,14 +22,17 @@ const char* KeptModeName(KeptMode mode) {
   return "final";
 }
 
-// One set's record at one step; `kept` is written when given.
+// One set's record at one step; `kept` is written when given, and the
+// budget a ratio gave the set at this step when there is one.
 void WriteSet(JsonWriter& json, size_t set, const StepRecord& record,
-              const std::vector<Position>* kept) {
+              const std::vector<Position>* kept,
+              std::optional<size_t> ratio_budget) {
   json.BeginObject();
   json.UintField("set", set);
   json.Key("victims");
   json.Positions(record.victims);
   json.UintField("kept_count", record.kept_count);
+  if (ratio_budget.has_value()) json.UintField("ratio_budget", *ratio_budget);
   json.UintField("query_cache_position", record.query_cache_position);
   if (!record.cut.empty()) {
     json.Key("cut");
@@ -280,7 +283,8 @@ void WriteHeader(JsonWriter& json, const JsonHeader& header) {
 
 void WriteStep(JsonWriter& json, size_t index, const Admitted& admitted,
                bool prefill, const char* attention, const StepRecord& record,
-               const std::vector<std::vector<Position>>* kept) {
+               const std::vector<std::vector<Position>>* kept,
+               const PolicyConfig* config) {
   json.Newline();
   json.BeginObject();
   json.UintField("index", index);
@@ -296,7 +300,9 @@ void WriteStep(JsonWriter& json, size_t index, const Admitted& admitted,
   const std::vector<const StepRecord*> sets = SetRecords(record);
   for (size_t s = 0; s < sets.size(); ++s) {
     WriteSet(json, s, *sets[s],
-             kept != nullptr && s < kept->size() ? &(*kept)[s] : nullptr);
+             kept != nullptr && s < kept->size() ? &(*kept)[s] : nullptr,
+             config == nullptr ? std::nullopt
+                               : RatioBudget(*config, prefill, *sets[s]));
   }
   json.EndArray();
   json.EndObject();
@@ -352,7 +358,7 @@ absl::Status WriteScenarioJson(JsonWriter& json, const JsonHeader& header,
         (header.kept_mode == KeptMode::kEvicting && AnyVictims(record));
     WriteStep(json, i, admitted, IsPrefillStep(scenario, i),
               AttentionKind(scenario, i), record,
-              write_kept ? &tracker.kept() : nullptr);
+              write_kept ? &tracker.kept() : nullptr, &header.config);
   }
   if (policy_kept != nullptr && tracker.kept().size() == 1 &&
       tracker.kept()[0] != *policy_kept) {

@@ -238,10 +238,12 @@ void DescribeSets(JsonHeader& header);
 void WriteHeader(JsonWriter& json, const JsonHeader& header);
 
 // One step: what it admitted, and each set's record (`kept` per set when
-// given).
+// given; `ratio_budget` when `config` is given and a ratio set the step's
+// budget, steps.h RatioBudget).
 void WriteStep(JsonWriter& json, size_t index, const Admitted& admitted,
                bool prefill, const char* attention, const StepRecord& record,
-               const std::vector<std::vector<Position>>* kept);
+               const std::vector<std::vector<Position>>* kept,
+               const PolicyConfig* config);
 
 // Closes the steps and the object: the kept sets after the last step carried
 // out, then the refusal.

@@ -125,12 +125,14 @@ namespace {
 using simulate::Admitted;
 using simulate::AdmittedWalk;
 using simulate::AttentionKind;
+using simulate::IsPrefillStep;
 using simulate::DescribeSets;
 using simulate::JsonHeader;
 using simulate::JsonWriter;
 using simulate::KeptMode;
 using simulate::ParseKeptMode;
 using simulate::PrefillWarnings;
+using simulate::RatioBudget;
 using simulate::SetRecords;
 using simulate::StepCount;
 using simulate::Warning;
@@ -394,6 +396,44 @@ void NoteBudget(const PolicyConfig& config, size_t admitted, size_t evicted) {
   }
 }
 
+// The budgets a ratio gave (spec/prefill.md#budgets-from-a-ratio): one
+// line per prefill step whose budget came from ratio_ppm, with the kept
+// count after admission it was computed from; the sets of a step share the
+// line when they agree. At most kShown lines, then how many more.
+void PrintRatioBudgets(const PolicyConfig& config, const Scenario& scenario,
+                       const RunResult& result) {
+  constexpr size_t kShown = 8;
+  size_t lines = 0;
+  for (size_t i = 0; i < result.steps.size(); ++i) {
+    std::vector<std::string> parts;
+    bool alike = true;
+    for (const StepRecord* set : SetRecords(result.steps[i])) {
+      const std::optional<size_t> budget =
+          RatioBudget(config, IsPrefillStep(scenario, i), *set);
+      if (!budget.has_value()) continue;
+      parts.push_back(absl::StrFormat("%d of %d positions", *budget,
+                                      set->kept_count + set->victims.size()));
+      alike = alike && parts.back() == parts.front();
+    }
+    if (parts.empty()) continue;
+    if (++lines > kShown) continue;
+    std::string text = alike ? parts.front() : "";
+    for (size_t s = 0; !alike && s < parts.size(); ++s) {
+      text += absl::StrFormat("%sset %d: %s", s == 0 ? "" : "; ", s, parts[s]);
+    }
+    Text("budget at step %d (prefill, from ratio_ppm=%d: max(1, floor(n x "
+         "(1 - ratio)))): %s%s\n",
+         i, EffectiveParameter(config, "ratio_ppm"), text,
+         alike && parts.size() > 1
+             ? absl::StrFormat(" (each of the %d sets)", parts.size())
+             : "");
+  }
+  if (lines > kShown) {
+    Text("budget: %d more prefill steps with a ratio budget (--json gives "
+         "each set's ratio_budget)\n", lines - kShown);
+  }
+}
+
 // A scenario with several heads (spec/heads.md): each step's victims, kept
 // set by kept set.
 RunResult RunSetsAndPrint(const PolicyConfig& config, const Scenario& scenario,
@@ -429,6 +469,7 @@ RunResult RunSetsAndPrint(const PolicyConfig& config, const Scenario& scenario,
       Text("  set %d: kept %d, evicted %d\n", s, last[s]->kept_count, evicted);
     }
   }
+  PrintRatioBudgets(config, scenario, result);
   if (result.refusal.ok() && !scenario.trace.has_value()) {
     size_t admitted = 0;
     for (const ScenarioStep& step : scenario.steps) admitted += step.admit;
@@ -539,6 +580,7 @@ bool RunAndPrint(const PolicyConfig& config, const std::string& preset,
       PrintCuts(record);
     }
   }
+  PrintRatioBudgets(config, scenario, result);
   Text("kept at the end: %s\n", Positions((*policy)->kept()));
   Text("%d steps, %d positions admitted, %d evicted, %d bytes of policy "
        "state\n",
@@ -644,7 +686,7 @@ bool RunTraceAndPrint(const PolicyConfig& config, const std::string& preset,
                                 (*policy)->kept().end());
             }
             WriteStep(*writer, step, {step, 1}, /*prefill=*/false, "rows",
-                      record, write_kept ? &kept : nullptr);
+                      record, write_kept ? &kept : nullptr, /*config=*/nullptr);
           }
         }
         kept_before = (*policy)->kept().size();

@@ -386,6 +386,10 @@ PY
 ! grep -q warning "$TMP/prefill.err" || fail "a warning with a prefill step: $(cat "$TMP/prefill.err")"
 grep -q "step   0  admit 0..3 .*query_rows .*evict \[0 1\]" "$TMP/prefill.txt" \
   || fail "prefill text log: $(cat "$TMP/prefill.txt")"
+grep -q "^budget at step 0 (prefill, from ratio_ppm=500000: max(1, floor(n x (1 - ratio)))): 2 of 4 positions$" \
+  "$TMP/prefill.txt" || fail "the ratio's budget in the text log: $(cat "$TMP/prefill.txt")"
+[[ $(grep -c "^budget at step" "$TMP/prefill.txt") -eq 1 ]] \
+  || fail "a ratio budget line for a decode step: $(cat "$TMP/prefill.txt")"
 check "prefill JSON" "$TMP/prefill.json" <<'PY'
 import sys
 from common import load
@@ -396,6 +400,10 @@ assert s0["prefill"] is True and s0["attention"] == "query_rows"
 assert s1["prefill"] is False and s1["attention"] == "rows"
 x = s0["sets"][0]
 assert x["victims"] == [0, 1] and x["kept"] == [2, 3]
+# The budget the ratio gave, max(1, floor(4 x 0.5)) = 2, at the prefill
+# step only; the decode step's budget is not a ratio's.
+assert x["ratio_budget"] == 2, x
+assert "ratio_budget" not in s1["sets"][0], s1
 cut = x["cut"]
 assert [c["position"] for c in cut] == [0, 1, 2, 3]
 assert cut[0]["score"] == cut[1]["score"] and abs(cut[0]["score"] - 0.145) < 1e-7

@@ -8,8 +8,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
+#include "cc/config.h"
 #include "cc/harness.h"
 
 namespace kvspec {
@@ -40,6 +42,14 @@ bool IsPrefillStep(const Scenario& scenario, size_t index);
 // What carries the step's attention: "rows" (one full-cache row per head),
 // "query_rows" (a prefill step) or "null".
 const char* AttentionKind(const Scenario& scenario, size_t index);
+
+// The budget a ratio gave one kept set at a step
+// (spec/prefill.md#budgets-from-a-ratio): at a prefill step of an accepted
+// configuration with ratio_ppm above 0, computed from the set's kept count
+// after admission (its kept count after the step plus its victims);
+// nullopt at any other step, whose budget is the `budget` parameter or none.
+std::optional<size_t> RatioBudget(const PolicyConfig& config, bool prefill,
+                                  const StepRecord& set);
 
 // A record's per-set records: its `sets`, or itself for one kept set.
 std::vector<const StepRecord*> SetRecords(const StepRecord& record);
