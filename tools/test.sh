@@ -13,7 +13,8 @@
 # tools/recipes/check.sh (spec/arithmetic.md's recipes, run in each
 # language here), then tools/kvpress/check.sh (kvpress 0.5.5's model-free
 # helpers' self-test; its presses inside a tiny model's forward pass against
-# kvspec, tools/kvpress/model_disagreements.txt, and in bfloat16, float16
+# kvspec, tools/kvpress/model_disagreements.txt, and inside SmolLM2-135M-
+# Instruct's, tools/kvpress/smollm2_disagreements.txt, and in bfloat16, float16
 # and float32 judged by the runner, with planted rule errors that must
 # fail in float32; then its DecodingPress on
 # the vectors of its preset, tools/kvpress/decoding_disagreements.txt, and
@@ -120,6 +121,8 @@ extra+=("$(grep -E '^kvpress-model-selftest: [0-9]+ passed, [0-9]+ failed' "$kvp
 [[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-model-selftest: 0 passed, 1 failed (no closing line)'
 extra+=("$(grep -E '^kvpress-model: [0-9]+ passed, [0-9]+ failed' "$kvpress" | tail -1 || true)")
 [[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-model: 0 passed, 1 failed (no closing line)'
+extra+=("$(grep -E '^kvpress-smollm2: [0-9]+ passed, [0-9]+ failed' "$kvpress" | tail -1 || true)")
+[[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-smollm2: 0 passed, 1 failed (no closing line)'
 for name in kvpress-model-bfloat16 kvpress-model-float16 kvpress-model-float32 kvpress-model-planted; do
   extra+=("$(grep -E "^$name: [0-9]+ passed, [0-9]+ failed" "$kvpress" | tail -1 || true)")
   [[ -n "${extra[-1]}" ]] || extra[-1]="$name: 0 passed, 1 failed (no closing line)"

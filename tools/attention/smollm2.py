@@ -44,6 +44,15 @@ class ModelError(Exception):
     pass
 
 
+def default_path():
+    """Where the tools look for the model when none is given:
+    $KVSPEC_MODELS/SmolLM2-135M-Instruct, $KVSPEC_MODELS defaulting to
+    ~/.cache/kvspec/models (attention_report.py, tools/kvpress/model_check.py)."""
+    models = os.environ.get("KVSPEC_MODELS") or os.path.join(
+        os.path.expanduser("~"), ".cache", "kvspec", "models")
+    return os.path.join(models, "SmolLM2-135M-Instruct")
+
+
 def sha256(path):
     digest = hashlib.sha256()
     with open(path, "rb") as f:

