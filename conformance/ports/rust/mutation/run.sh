@@ -91,7 +91,7 @@ rc=0
 if [[ "${MUTANTS_REPORT_ONLY:-0}" != 1 ]]; then
   rm -rf "$out/mutants.out"
   set +e
-  cargo mutants --jobs "$jobs" --output "$out" --colors never "$@" -- --test vectors
+  cargo mutants --jobs "$jobs" --output "$out" --colors never "$@"
   rc=$?
   set -e
 fi
@@ -132,7 +132,7 @@ if [[ -n "$search" ]]; then
       while IFS= read -r f; do re_args+=(--file "$f"); done < <(sed -n 's/^\([^:]*\):.*/\1/p' "$mo/missed.txt" | sort -u)
       set +e
       KVSPEC_VECTORS=$search cargo mutants --jobs "$jobs" --output "$sout" --colors never \
-        "${re_args[@]}" -- --test vectors >"$out/search.log" 2>&1
+        "${re_args[@]}" >"$out/search.log" 2>&1
       src=$?
       set -e
       case $src in
