@@ -54,6 +54,23 @@ sources=(
   tools/vectors/markdown_block.cc tools/vectors/regen_vectors.cc tools/files/files.cc
   "$work/spec/kvspec.pb.cc"
 )
+# The list is kept by hand; Bazel's is the truth. A source the generator
+# gained in its BUILD files and not here would fail to link (or, worse, a
+# source left here would hide one): compare the two first.
+if command -v bazel >/dev/null; then
+  bazel_list="$(bazel query 'kind("source file", deps(//tools/vectors:regen_vectors))' 2>/dev/null |
+                sed -n 's|^//\(.*\):\(.*\.cc\)$|\1/\2|p' | sed 's|^/||' | sort)"
+  here="$(printf '%s\n' "${sources[@]}" | grep -v "^$work/" | sort)"
+  if [[ -z "$bazel_list" ]]; then
+    echo "determinism: bazel query of //tools/vectors:regen_vectors's sources failed"
+    exit 1
+  fi
+  if [[ "$bazel_list" != "$here" ]]; then
+    echo "determinism: tools/determinism.sh's sources differ from Bazel's for //tools/vectors:regen_vectors:"
+    diff <(echo "$bazel_list") <(echo "$here") | sed -n 's/^< /  missing here: /p; s/^> /  not in Bazel: /p'
+    exit 1
+  fi
+fi
 libs="$(pkg-config --libs absl_statusor absl_str_format absl_flags_parse absl_strings) -lprotobuf -pthread"
 
 printf '| compiler | optimisation | -march=native | files identical to vectors/ | MANIFEST.json SHA-256 |\n'
