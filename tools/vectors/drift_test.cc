@@ -26,6 +26,10 @@ std::string Read(const fs::path& path) {
 TEST(Vectors, CommittedFilesMatchTheReferenceByteForByte) {
   const auto files = GenerateVectorFiles(BuildSuite());
   ASSERT_TRUE(files.ok()) << files.status();
+  size_t suite_bytes = 0;
+  for (const GeneratedFile& file : *files) suite_bytes += file.bytes.size();
+  EXPECT_LE(suite_bytes, kMaxSuiteBytes)
+      << "the suite is over the size spec/vectors.md#files allows";
   std::set<std::string> generated;
   for (const GeneratedFile& file : *files) {
     generated.insert(file.path);

@@ -73,6 +73,10 @@ std::string Serialize(const google::protobuf::Message& message) {
 std::string Render(const google::protobuf::Message& message) {
   std::string text;
   google::protobuf::TextFormat::Printer printer;
+  // Repeated numbers on one line, `weights: [0.5, 0.25]`: the text copy
+  // stays readable and diffable at about 4.5 MB less than one value a line
+  // (spec/vectors.md#files).
+  printer.SetUseShortRepeatedPrimitives(true);
   printer.PrintToString(message, &text);
   return text;
 }
