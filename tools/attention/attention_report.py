@@ -230,9 +230,10 @@ def parse_args(argv):
     parser.add_argument("--ratios", default="0.25,0.5,0.75,0.9",
                         help="compression ratios, each in (0, 1) with at "
                         "most six decimals, as kvpress's compression_ratio")
-    parser.add_argument("--policies", default="snapkv,tova,streamingllm",
+    parser.add_argument("--policies", default=None,
                         help=f"comma-separated, of: {', '.join(POLICIES)} "
-                        "(each run with its kvpress-0.5.5 preset)")
+                        "(each run with its kvpress-0.5.5 preset; default: "
+                        "all four, without h2o under --attention sdpa)")
     parser.add_argument("--attention", default="eager", choices=("eager", "sdpa"),
                         help="the attention arithmetic the rows are captured "
                         "with (h2o needs eager)")
@@ -269,6 +270,9 @@ def validate(args):
         ratios.append(r)
     if len(set(ratios)) != len(ratios):
         raise UsageError(f"--ratios: '{args.ratios}' names a ratio twice")
+    if args.policies is None:
+        args.policies = ",".join(p for p in POLICIES
+                                 if p != "h2o" or args.attention == "eager")
     policies = args.policies.split(",")
     for policy in policies:
         if policy not in POLICIES:

@@ -550,9 +550,23 @@ refuse "bad device" "--device nowhere" --token_ids "$TMP/ids.txt" \
 # retained mass is a share, so in [0, 1], and it cannot grow as the ratio
 # removes more.
 "$PYTHON" "$REPORT" --model "$TMP/model" --token_ids "$TMP/ids.txt" \
-  --layers 0,1 --window 64 --decode 32 --out "$TMP/report" \
+  --layers 0,1 --window 64 --decode 32 --policies snapkv,tova,streamingllm \
+  --out "$TMP/report" \
   --import_attention "$IMPORT" --simulate "$SIMULATE" >"$TMP/report.out" 2>&1 \
   || fail "attention_report exited $?: $(tail -5 "$TMP/report.out")"
+# Without --policies: all four under eager attention, h2o left out under
+# sdpa (whose weights the totals cannot be summed from).
+"$PYTHON" - "$REPORT" "$TMP" <<'PYEOF' || fail "attention_report's default policies"
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("attention_report", sys.argv[1])
+report = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(report)
+for extra, want in (([], ["snapkv", "tova", "streamingllm", "h2o"]),
+                    (["--attention", "sdpa"], ["snapkv", "tova", "streamingllm"])):
+    args = report.parse_args(["--out", f"{sys.argv[2]}/defaults-out", *extra])
+    _, policies = report.validate(args)
+    assert policies == want, (extra, policies)
+PYEOF
 "$PYTHON" - "$TMP/report" <<'PYEOF' || fail "attention_report's files"
 import json, sys, xml.etree.ElementTree as ET
 out = sys.argv[1]
