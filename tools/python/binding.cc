@@ -54,6 +54,23 @@ py::bytes RunSerialized(const py::bytes& config, const py::bytes& scenario, bool
   return py::bytes(out);
 }
 
+// The budget a ratio gives a kept set at a prefill step that leaves `kept`
+// positions after admission (cc/registry.h StepBudget,
+// spec/prefill.md#budgets-from-a-ratio); None when the configuration is
+// refused or takes no ratio, or its ratio_ppm is 0.
+py::object RatioBudget(const py::bytes& config, uint64_t kept) {
+  const PolicyConfig policy = FromProto(Parse<v1::PolicyConfig>(config, "kvspec.v1.PolicyConfig"));
+  if (!MakePolicy(policy).ok()) return py::none();
+  bool takes_ratio = false;
+  for (const PolicyInfo& info : RegisteredPolicies()) {
+    if (info.name != policy.name) continue;
+    for (const ParameterInfo& p : info.parameters) takes_ratio = takes_ratio || p.name == "ratio_ppm";
+  }
+  if (!takes_ratio || EffectiveParameter(policy, "ratio_ppm") == 0) return py::none();
+  const std::optional<size_t> budget = StepBudget(policy, /*prefill_step=*/true, kept);
+  return budget.has_value() ? py::object(py::int_(*budget)) : py::object(py::none());
+}
+
 // A serialized PolicyConfig with the preset `name` expanded
 // (spec/prefill.md#presets); raises ValueError with the reference's
 // message for an unknown policy or preset.
@@ -104,6 +121,9 @@ PYBIND11_MODULE(_reference, m) {
   m.def("expand_preset", &kvspec::ExpandSerialized, py::arg("config"), py::arg("preset"),
         "A serialized PolicyConfig with the named preset expanded.");
   m.def("policies", &kvspec::Policies, "The registry: every policy and its parameters.");
+  m.def("ratio_budget", &kvspec::RatioBudget, py::arg("config"), py::arg("kept"),
+        "The budget a ratio gives a set keeping `kept` after a prefill step's "
+        "admission, or None without a ratio.");
   m.def("head_parameter_value",
         [](const std::string& parameter, const std::string& word) -> py::object {
           const std::optional<int64_t> value = kvspec::HeadParameterValue(parameter, word);

@@ -77,10 +77,29 @@ def presets(policy: Optional[str] = None) -> List[str]:
 class SetStep:
     """One kept set at one step: its victims (ascending), its kept count
     after the step, and, at an evicting step of a score-based policy, the
-    cut: the victims then up to four survivors, as (position, score)."""
+    cut: the victims then up to four survivors, as (position, score).
+    `ratio_budget`: at a prefill step whose budget a ratio gave, that budget
+    (spec/prefill.md#budgets-from-a-ratio, computed by the reference from
+    the set's count after admission), else None."""
     victims: List[int]
     kept_count: int
     cut: List[Tuple[int, float]] = field(default_factory=list)
+    ratio_budget: Optional[int] = None
+
+    @property
+    def tie(self) -> List[int]:
+        """The positions of the cut whose score equals the last victim's,
+        when a survivor has it too: equal scores on both sides of the cut,
+        which the rank broke by position (spec/harness.md#victims), victims
+        first. Empty when the cut was not a tie. The cut lists at most four
+        survivors, so a longer tie shows only its first four survivors."""
+        victims = len(self.victims)
+        if victims == 0 or victims >= len(self.cut):
+            return []
+        boundary = self.cut[victims - 1][1]
+        if self.cut[victims][1] != boundary:
+            return []
+        return [p for p, score in self.cut if score == boundary]
 
 
 @dataclass
@@ -232,11 +251,16 @@ def _run(config: "pb.PolicyConfig", scenario: "pb.Scenario", cut: bool) -> Run:
     log.ParseFromString(_reference.run(config.SerializeToString(),
                                        scenario.SerializeToString(), cut))
     steps = []
+    config_bytes = config.SerializeToString()
     for index, record in enumerate(log.steps):
         records = list(record.sets) or [record]
+        prefill = index < len(scenario.steps) and len(scenario.steps[index].queries) > 0
         steps.append(Step(index, record.query_cache_position,
                           [SetStep(list(r.victims), r.kept_count,
-                                   [(c.position, c.score) for c in r.cut])
+                                   [(c.position, c.score) for c in r.cut],
+                                   _reference.ratio_budget(
+                                       config_bytes, r.kept_count + len(r.victims))
+                                   if prefill else None)
                            for r in records]))
     refusal = None
     if log.HasField("rejection"):

@@ -75,6 +75,31 @@ def tova_from_rows_with_kvpress_ratio():
     # The cut: the 8 victims in rank order, lowest score first (0.1 at 12).
     cut = run.steps[0].sets[0].cut
     assert cut[0][0] == 12 and math.isclose(cut[0][1], 0.1 / sum(W), rel_tol=1e-6), cut
+    # The budget the ratio gave, 16 x 0.5 = 8; the cut is not a tie (the
+    # last victim scores 5, the first survivor 6, over sum(W)).
+    assert run.steps[0].sets[0].ratio_budget == 8, run.steps[0].sets[0]
+    assert run.steps[0].sets[0].tie == [], cut
+
+
+@check
+def tie_at_the_cut():
+    # TOVA, kvpress's preset, ratio 0.5, one head, the last query's row
+    # over 6 positions: the budget is max(1, floor(6 x 0.5)) = 3; the
+    # newest, 5, is protected (protect_newest 1); 3 of the candidates 0..4
+    # go, by score ascending then position ascending
+    # (spec/harness.md#victims): 1 (0.1), 3 (0.1), then of 2 and 4 (0.2
+    # each) the lower position, 2. The cut's boundary is a tie: 2 went, 4
+    # stayed, at the same score.
+    rows = np.array([[[0.3, 0.1, 0.2, 0.1, 0.2, 0.1]]], dtype=np.float32)
+    run = kvspec.run("tova", rows=rows, preset="kvpress-0.5.5", compression_ratio=0.5)
+    assert run.refusal is None, run.refusal
+    record = run.steps[0].sets[0]
+    assert record.ratio_budget == 3 and record.victims == [1, 2, 3], record
+    assert [p for p, _ in record.cut[:3]] == [1, 3, 2], record.cut
+    assert record.tie == [2, 4], record.tie
+    # No ratio: no ratio budget.
+    run = kvspec.run("tova", rows=rows, params={"budget": 3, "recent_window": 0})
+    assert run.steps[0].sets[0].ratio_budget is None, run.steps[0].sets[0]
 
 
 @check
