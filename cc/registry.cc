@@ -170,4 +170,20 @@ std::optional<size_t> StepBudget(const PolicyConfig& config, bool prefill_step,
   std::abort();
 }
 
+std::optional<size_t> PrefillRatioBudget(const PolicyConfig& config,
+                                         size_t kept) {
+  if (!MakePolicy(config).ok()) return std::nullopt;
+  for (const PolicyEntry* entry : Entries()) {
+    if (entry->info.name != config.name) continue;
+    absl::StatusOr<std::vector<int64_t>> values =
+        ResolveParameters(entry->info, config.parameters);
+    const policies::ParameterValues parameters(&entry->info,
+                                               *std::move(values));
+    if (!parameters.Takes("ratio_ppm") || parameters.Get("ratio_ppm") == 0) {
+      return std::nullopt;
+    }
+  }
+  return StepBudget(config, /*prefill_step=*/true, kept);
+}
+
 }  // namespace kvspec

@@ -56,6 +56,14 @@ int64_t EffectiveParameter(const PolicyConfig& config, absl::string_view name);
 std::optional<size_t> StepBudget(const PolicyConfig& config, bool prefill_step,
                                  size_t kept);
 
+// The budget a ratio gives a kept set at a prefill step that leaves `kept`
+// positions after admission (StepBudget at a prefill step), or nullopt when
+// that budget is not a ratio's: a configuration MakePolicy refuses, a
+// policy without ratio_ppm, or ratio_ppm 0. What simulate and the Python
+// package report as a set's ratio_budget.
+std::optional<size_t> PrefillRatioBudget(const PolicyConfig& config,
+                                         size_t kept);
+
 }  // namespace kvspec
 
 #endif  // KVSPEC_CC_REGISTRY_H_

@@ -103,6 +103,14 @@ TEST(Registry, StepBudgetFollowsTheStepBudgetRule) {
   // Policies without the prefill parameters have no step budget rule here.
   EXPECT_EQ(StepBudget({"window", {{"budget", 6}}}, true, 100), std::nullopt);
   EXPECT_EQ(StepBudget({"full", {}}, true, 100), std::nullopt);
+  // A ratio's budget only where a ratio sets it.
+  EXPECT_EQ(PrefillRatioBudget(ratio, 1024), 512u);
+  EXPECT_EQ(PrefillRatioBudget(tova, 20), 1u);
+  EXPECT_EQ(PrefillRatioBudget(plain, 100), std::nullopt);  // ratio_ppm 0
+  EXPECT_EQ(PrefillRatioBudget({"window", {{"budget", 6}}}, 100), std::nullopt);
+  EXPECT_EQ(PrefillRatioBudget({"tova", {{"ratio_ppm", 500000}}}, 100),
+            std::nullopt);  // refused: ratio_ppm needs recent_window 0
+  EXPECT_EQ(PrefillRatioBudget({"nope", {}}, 100), std::nullopt);
 }
 
 }  // namespace

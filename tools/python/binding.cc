@@ -55,19 +55,12 @@ py::bytes RunSerialized(const py::bytes& config, const py::bytes& scenario, bool
 }
 
 // The budget a ratio gives a kept set at a prefill step that leaves `kept`
-// positions after admission (cc/registry.h StepBudget,
+// positions after admission (cc/registry.h PrefillRatioBudget,
 // spec/prefill.md#budgets-from-a-ratio); None when the configuration is
 // refused or takes no ratio, or its ratio_ppm is 0.
 py::object RatioBudget(const py::bytes& config, uint64_t kept) {
   const PolicyConfig policy = FromProto(Parse<v1::PolicyConfig>(config, "kvspec.v1.PolicyConfig"));
-  if (!MakePolicy(policy).ok()) return py::none();
-  bool takes_ratio = false;
-  for (const PolicyInfo& info : RegisteredPolicies()) {
-    if (info.name != policy.name) continue;
-    for (const ParameterInfo& p : info.parameters) takes_ratio = takes_ratio || p.name == "ratio_ppm";
-  }
-  if (!takes_ratio || EffectiveParameter(policy, "ratio_ppm") == 0) return py::none();
-  const std::optional<size_t> budget = StepBudget(policy, /*prefill_step=*/true, kept);
+  const std::optional<size_t> budget = PrefillRatioBudget(policy, kept);
   return budget.has_value() ? py::object(py::int_(*budget)) : py::object(py::none());
 }
 

@@ -14,19 +14,8 @@ uint64_t StepCount(const Scenario& scenario) {
 
 std::optional<size_t> RatioBudget(const PolicyConfig& config, bool prefill,
                                   const StepRecord& set) {
-  if (!prefill || !MakePolicy(config).ok()) return std::nullopt;
-  bool takes_ratio = false;
-  for (const PolicyInfo& info : RegisteredPolicies()) {
-    if (info.name != config.name) continue;
-    for (const ParameterInfo& p : info.parameters) {
-      takes_ratio = takes_ratio || p.name == "ratio_ppm";
-    }
-  }
-  if (!takes_ratio || EffectiveParameter(config, "ratio_ppm") == 0) {
-    return std::nullopt;
-  }
-  return StepBudget(config, /*prefill_step=*/true,
-                    set.kept_count + set.victims.size());
+  if (!prefill) return std::nullopt;
+  return PrefillRatioBudget(config, set.kept_count + set.victims.size());
 }
 
 Admitted AdmittedWalk::Next(size_t index) {
