@@ -2,6 +2,7 @@
 //! documents in `spec/` alone.
 //!
 //! - [`rng`]: xoshiro256** seeded by SplitMix64 (spec/rng.md)
+//! - [`elementary`]: exp, log and reductions over vectors (spec/elementary.md)
 //! - [`trace`]: the trace generator (spec/trace.md)
 //! - [`harness`]: the decode loop, refusals and eviction log (spec/harness.md)
 //! - [`heads`]: head counts, kept sets and combining heads (spec/heads.md)
@@ -17,6 +18,7 @@
 //! - [`protocol`]: the conformance protocol (spec/protocol.md)
 
 pub mod blocks;
+pub mod elementary;
 pub mod error;
 pub mod harness;
 pub mod heads;

@@ -1,0 +1,32 @@
+// The elementary functions a score may need beyond + - * / and sqrt: exp and
+// log in binary64, each an algorithm of correctly rounded operations and
+// exact bit manipulations, so that every port computes the same bits
+// (spec/elementary.md). They are the algorithms of fdlibm 5.3's exp and log,
+// which Java's StrictMath.exp and StrictMath.log are required to compute, so
+// a Java port may call those and a port in any other language writes them
+// out as spec/elementary.md does.
+//
+// Never call std::exp or std::log for a number that feeds a vector or a
+// metric: glibc's do not give fdlibm's bits (spec/arithmetic.md#operations).
+//
+// Example:
+//   double weight = Exp(score - max_score);   // a softmax term
+//   double entropy_term = p * Log(p);
+//
+// Spec: spec/elementary.md
+#ifndef KVSPEC_CC_ELEMENTARY_H_
+#define KVSPEC_CC_ELEMENTARY_H_
+
+namespace kvspec {
+
+// spec/elementary.md#exp: e^x. +inf above the overflow threshold, +0.0
+// below the underflow threshold, NaN for NaN.
+double Exp(double x);
+
+// spec/elementary.md#log: the natural logarithm. -inf at +-0, NaN below zero
+// and for NaN, +inf at +inf.
+double Log(double x);
+
+}  // namespace kvspec
+
+#endif  // KVSPEC_CC_ELEMENTARY_H_
