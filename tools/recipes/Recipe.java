@@ -7,9 +7,16 @@
 // Integer here; generated protobuf code has hasQueryHeads(). uint32 fields
 // are ints (Integer.toUnsignedLong, Integer.compareUnsigned); the sign bit
 // is tested on the bits or with Math.copySign, never with == or <.
+// exp and log (spec/elementary.md): StrictMath.exp and StrictMath.log, which
+// Java specifies to be fdlibm's results bit for bit, called directly. They are
+// the independent check that the spec's steps, written out in the other
+// recipes, are fdlibm: this program does not write the algorithms out.
+// (Math.exp and Math.log may be intrinsics, not fdlibm; never use them.)
 import java.math.BigDecimal;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.DoubleUnaryOperator;
+import java.util.function.LongToDoubleFunction;
 
 public final class Recipe {
   static long mix64(long z) {
@@ -76,6 +83,14 @@ public final class Recipe {
     List<String> parts = new ArrayList<>();
     for (long x : xs) parts.add(hex(x));
     return String.join(" ", parts);
+  }
+
+  // spec/elementary.md#spot-checks: name, function, input from one draw u.
+  record SpotFamily(String name, DoubleUnaryOperator function, LongToDoubleFunction input) {}
+
+  // (u >>> 11) - 2^52, in [-2^52, 2^52): exact as a binary64.
+  static double centered(long u) {
+    return (double) ((u >>> 11) - (1L << 52));
   }
 
   public static void main(String[] args) {
@@ -178,5 +193,42 @@ public final class Recipe {
         + "; -0.0 -> " + (Double.doubleToRawLongBits(negativeZero) >>> 63)
         + "; binary32 -0.0 -> " + (Math.copySign(1.0f, weight) < 0 ? 1 : 0)
         + "; -0.0 == +0.0: " + (negativeZero == positiveZero));
+
+    // spec/elementary.md#golden-values: the inputs' bits; the results computed.
+    long[] expInputs = {
+      0x3ff0000000000000L, 0xbff0000000000000L, 0x3fe0000000000000L, 0x3ddb7cdfd9d7bdbbL,
+      0x39b4484bfeebc2a0L, 0x4024000000000000L, 0xc034800000000000L, 0x40862e3d70a3d70aL,
+      0x4086300000000000L, 0xc086240000000000L, 0xc087480000000000L, 0xc087500000000000L};
+    long[] logInputs = {
+      0x4000000000000000L, 0x4024000000000000L, 0x3fe0000000000000L, 0x3ff000001ad7f29bL,
+      0x3ff6666666666666L, 0x3fe6666666666666L, 0x0000000000000001L, 0x7fefffffffffffffL,
+      0x0000000000000000L, 0x7ff0000000000000L};
+    for (long b : expInputs) {
+      double y = StrictMath.exp(Double.longBitsToDouble(b));
+      System.out.println("exp " + hex(b) + " -> " + hex(Double.doubleToRawLongBits(y)));
+    }
+    for (long b : logInputs) {
+      double y = StrictMath.log(Double.longBitsToDouble(b));
+      System.out.println("log " + hex(b) + " -> " + hex(Double.doubleToRawLongBits(y)));
+    }
+    // Spot checks: one generator across the families, in order.
+    SpotFamily[] families = {
+      new SpotFamily("exp wide", StrictMath::exp, u -> centered(u) * 0x1p-42),
+      new SpotFamily("exp near 0", StrictMath::exp, u -> centered(u) * 0x1p-51),
+      new SpotFamily("exp tiny", StrictMath::exp, u -> centered(u) * 0x1p-80),
+      new SpotFamily("log wide", StrictMath::log,
+          u -> Double.longBitsToDouble(Long.remainderUnsigned(u, 0x7ff0000000000000L))),
+      new SpotFamily("log near 1", StrictMath::log, u -> 1.0 + centered(u) * 0x1p-75),
+      new SpotFamily("log small", StrictMath::log, u -> (double) (u >>> 11) * 0x1p-50),
+    };
+    Rng spot = new Rng(2026);
+    for (SpotFamily family : families) {
+      long d = 0xcbf29ce484222325L;
+      for (int i = 0; i < 1000; i++) {
+        double y = family.function().applyAsDouble(family.input().applyAsDouble(spot.next()));
+        d = (d ^ Double.doubleToRawLongBits(y)) * 0x100000001b3L;
+      }
+      System.out.println("spot " + family.name() + ": " + hex(d));
+    }
   }
 }

@@ -3,8 +3,9 @@
 # one small program per language (tools/recipes/recipe.*), each computing the
 # spec's PRNG outputs (spec/rng.md), unsigned 64-bit handling, the spec's
 # integer divisions, ratio budgets in binary64 (spec/prefill.md), field
-# presence, uint32 fields above 2^31 and the sign bit of -0.0, and compares
-# each program's output with expected.txt, whose values come from the spec's
+# presence, uint32 fields above 2^31, the sign bit of -0.0, and exp and log
+# (spec/elementary.md's golden table and spot checks), and compares each
+# program's output with expected.txt, whose values come from the spec's
 # golden tables and exact integer arithmetic.
 #
 # Prints "recipe-<lang>: ok", "recipe-<lang>: FAIL (...)" with the difference,

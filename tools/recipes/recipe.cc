@@ -4,6 +4,9 @@
 // uint64_t arithmetic wraps modulo 2^64 by definition; products of two
 // 32-bit values are widened to 64 bits first; `/` truncates, which is floor
 // for the spec's operands (never negative); std::optional models presence.
+// exp and log (spec/elementary.md) are fdlibm 5.3's algorithms written out
+// from the spec's steps: binary64 + - * / (never fused: -ffp-contract=off),
+// the 64 bits moved with memcpy, never the platform's libm exp and log.
 #include <cinttypes>
 #include <cmath>
 #include <cstdint>
@@ -73,6 +76,160 @@ uint64_t FloorOf(uint32_t budget, uint32_t permille) {
 uint32_t EffectiveHeads(std::optional<uint32_t> field) {  // has_query_heads()
   return field.value_or(1);
 }
+
+// spec/elementary.md#bits-and-words: exact moves of the 64 bits.
+uint64_t BitsOf(double x) {
+  uint64_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  return bits;
+}
+
+double FromBits(uint64_t bits) {
+  double x;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+// spec/elementary.md#constants, from their bits.
+const double kLn2Hi = FromBits(0x3fe62e42fee00000);
+const double kLn2Lo = FromBits(0x3dea39ef35793c76);
+const double kInvLn2 = FromBits(0x3ff71547652b82fe);
+const double kOThreshold = FromBits(0x40862e42fefa39ef);
+const double kUThreshold = FromBits(0xc0874910d52d3051);
+const double kP1 = FromBits(0x3fc555555555553e);
+const double kP2 = FromBits(0xbf66c16c16bebd93);
+const double kP3 = FromBits(0x3f11566aaf25de2c);
+const double kP4 = FromBits(0xbebbbd41c5d26bf1);
+const double kP5 = FromBits(0x3e66376972bea4d0);
+const double kLg1 = FromBits(0x3fe5555555555593);
+const double kLg2 = FromBits(0x3fd999999997fa04);
+const double kLg3 = FromBits(0x3fd2492494229359);
+const double kLg4 = FromBits(0x3fcc71c51d8e78af);
+const double kLg5 = FromBits(0x3fc7466496cb03de);
+const double kLg6 = FromBits(0x3fc39a09d078c69f);
+const double kLg7 = FromBits(0x3fc2f112df3e5244);
+const double kThird = FromBits(0x3fd5555555555555);
+const double kTwo54 = FromBits(0x4350000000000000);
+const double kTwoM1000 = FromBits(0x0170000000000000);
+
+// spec/elementary.md#scaling: the bits of y plus j * 2^52, modulo 2^64
+// (uint64_t of a negative int is its value modulo 2^64).
+double AddToExponent(double y, int j) {
+  return FromBits(BitsOf(y) + (static_cast<uint64_t>(j) << 52));
+}
+
+// spec/elementary.md#exp.
+double Exp(double x) {
+  const uint64_t bits = BitsOf(x);
+  const bool negative = (bits >> 63) != 0;
+  const uint32_t h = static_cast<uint32_t>(bits >> 32) & 0x7fffffffu;  // of |x|
+  // Step 1: special values.
+  if (std::isnan(x)) return x;
+  if (std::isinf(x)) return negative ? 0.0 : x;
+  if (x > kOThreshold) return HUGE_VAL;
+  if (x < kUThreshold) return 0.0;
+  // Step 2: reduction, x = k ln2 + r with r = hi - lo.
+  int k = 0;
+  double hi = 0.0, lo = 0.0, r = x;
+  if (h > 0x3fd62e42u) {
+    if (h < 0x3ff0a2b2u) {
+      k = negative ? -1 : 1;
+      hi = negative ? x + kLn2Hi : x - kLn2Hi;
+      lo = negative ? -kLn2Lo : kLn2Lo;
+    } else {
+      // static_cast<int> truncates toward zero (|x| < 746 here).
+      k = static_cast<int>(negative ? kInvLn2 * x - 0.5 : kInvLn2 * x + 0.5);
+      const double t = k;
+      hi = x - t * kLn2Hi;
+      lo = t * kLn2Lo;
+    }
+    r = hi - lo;
+  } else if (h < 0x3e300000u) {
+    return 1.0 + x;  // |x| < 2^-28
+  }
+  // Step 3: approximation.
+  const double t = r * r;
+  const double c = r - t * (kP1 + t * (kP2 + t * (kP3 + t * (kP4 + t * kP5))));
+  if (k == 0) return 1.0 - ((r * c) / (c - 2.0) - r);
+  const double y = 1.0 - ((lo - (r * c) / (2.0 - c)) - hi);
+  // Step 4: scaling by 2^k; below 2^-1021 one rounding, by the multiplication.
+  if (k >= -1021) return AddToExponent(y, k);
+  return AddToExponent(y, k + 1000) * kTwoM1000;
+}
+
+// The high word, read as a signed 32-bit integer (negative when the sign bit
+// is set); through uint32_t, whose conversion to int32_t is modulo 2^32.
+int32_t HighWord(uint64_t bits) {
+  return static_cast<int32_t>(static_cast<uint32_t>(bits >> 32));
+}
+
+// spec/elementary.md#log.
+double Log(double x) {
+  uint64_t bits = BitsOf(x);
+  int32_t h = HighWord(bits);
+  const uint32_t l = static_cast<uint32_t>(bits);
+  int k = 0;
+  // Step 1: zero, negatives, subnormals, then +inf and NaN.
+  if (h < 0x00100000) {
+    if (((static_cast<uint32_t>(h) & 0x7fffffffu) | l) == 0) return -HUGE_VAL;
+    if (h < 0) return std::nan("");
+    k = -54;
+    x = x * kTwo54;  // exact
+    bits = BitsOf(x);
+    h = HighWord(bits);
+  }
+  if (h >= 0x7ff00000) return x + x;
+  // Step 2: reduction, x = 2^k (1 + f). h >= 0 here, so >> is a plain shift.
+  k += (h >> 20) - 1023;
+  const int32_t m = h & 0x000fffff;
+  const int32_t i = (m + 0x95f64) & 0x100000;
+  const uint64_t high = static_cast<uint32_t>(m | (i ^ 0x3ff00000));
+  x = FromBits((high << 32) | (bits & 0xffffffffu));
+  k += i >> 20;
+  const double f = x - 1.0;
+  const double dk = k;
+  // Step 3: near 1, |f| < 2^-20.
+  if (((2 + m) & 0x000fffff) < 3) {
+    if (f == 0.0) return k == 0 ? 0.0 : dk * kLn2Hi + dk * kLn2Lo;
+    const double rr = f * f * (0.5 - kThird * f);
+    if (k == 0) return f - rr;
+    return dk * kLn2Hi - ((rr - dk * kLn2Lo) - f);
+  }
+  // Step 4: approximation.
+  const double s = f / (2.0 + f);
+  const double z = s * s;
+  const double w = z * z;
+  const double t1 = w * (kLg2 + w * (kLg4 + w * kLg6));
+  const double t2 = z * (kLg1 + w * (kLg3 + w * (kLg5 + w * kLg7)));
+  const double rr = t2 + t1;
+  if (m >= 0x6147a && m <= 0x6b851) {
+    const double hfsq = 0.5 * f * f;
+    if (k == 0) return f - (hfsq - s * (hfsq + rr));
+    return dk * kLn2Hi - ((hfsq - (s * (hfsq + rr) + dk * kLn2Lo)) - f);
+  }
+  if (k == 0) return f - s * (f - rr);
+  return dk * kLn2Hi - ((s * (f - rr) - dk * kLn2Lo) - f);
+}
+
+// (u >> 11) - 2^52, in [-2^52, 2^52): exact as a binary64.
+double Centered(uint64_t u) {
+  return static_cast<double>(static_cast<int64_t>(u >> 11) - (int64_t{1} << 52));
+}
+
+// spec/elementary.md#spot-checks: name, function, input from one draw u.
+struct SpotFamily {
+  const char* name;
+  double (*function)(double);
+  double (*input)(uint64_t u);
+};
+const SpotFamily kSpotFamilies[] = {
+    {"exp wide", Exp, [](uint64_t u) { return Centered(u) * 0x1p-42; }},
+    {"exp near 0", Exp, [](uint64_t u) { return Centered(u) * 0x1p-51; }},
+    {"exp tiny", Exp, [](uint64_t u) { return Centered(u) * 0x1p-80; }},
+    {"log wide", Log, [](uint64_t u) { return FromBits(u % 0x7ff0000000000000); }},
+    {"log near 1", Log, [](uint64_t u) { return 1.0 + Centered(u) * 0x1p-75; }},
+    {"log small", Log, [](uint64_t u) { return static_cast<double>(u >> 11) * 0x1p-50; }},
+};
 
 void PrintHex(uint64_t x) { std::printf(" 0x%016" PRIx64, x); }
 
@@ -202,5 +359,30 @@ int main() {
   std::printf("sign bit: +0.0 -> %d; -0.0 -> %d; binary32 -0.0 -> %d; -0.0 == +0.0: %s\n",
               std::signbit(positive_zero) ? 1 : 0, std::signbit(negative_zero) ? 1 : 0,
               std::signbit(weight) ? 1 : 0, negative_zero == positive_zero ? "true" : "false");
+
+  // spec/elementary.md#golden-values: the inputs' bits; the results computed.
+  const uint64_t exp_inputs[] = {
+      0x3ff0000000000000, 0xbff0000000000000, 0x3fe0000000000000, 0x3ddb7cdfd9d7bdbb,
+      0x39b4484bfeebc2a0, 0x4024000000000000, 0xc034800000000000, 0x40862e3d70a3d70a,
+      0x4086300000000000, 0xc086240000000000, 0xc087480000000000, 0xc087500000000000};
+  const uint64_t log_inputs[] = {
+      0x4000000000000000, 0x4024000000000000, 0x3fe0000000000000, 0x3ff000001ad7f29b,
+      0x3ff6666666666666, 0x3fe6666666666666, 0x0000000000000001, 0x7fefffffffffffff,
+      0x0000000000000000, 0x7ff0000000000000};
+  for (uint64_t b : exp_inputs) {
+    std::printf("exp 0x%016" PRIx64 " -> 0x%016" PRIx64 "\n", b, BitsOf(Exp(FromBits(b))));
+  }
+  for (uint64_t b : log_inputs) {
+    std::printf("log 0x%016" PRIx64 " -> 0x%016" PRIx64 "\n", b, BitsOf(Log(FromBits(b))));
+  }
+  // Spot checks: one generator across the families, in order.
+  Rng spot(2026);
+  for (const SpotFamily& family : kSpotFamilies) {
+    uint64_t d = 0xcbf29ce484222325ULL;
+    for (int i = 0; i < 1000; ++i) {
+      d = (d ^ BitsOf(family.function(family.input(spot.Next())))) * 0x100000001b3ULL;
+    }
+    std::printf("spot %s: 0x%016" PRIx64 "\n", family.name, d);
+  }
   return 0;
 }

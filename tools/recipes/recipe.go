@@ -3,6 +3,8 @@
 // uint64 arithmetic wraps modulo 2^64 by definition; uint32 * uint32 wraps at
 // 2^32, so widen first; `/` truncates (= floor for the spec's operands);
 // proto3 `optional` scalars are pointer fields in Go (nil: absent).
+// exp and log (spec/elementary.md) are fdlibm 5.3's algorithms written out
+// from the spec's steps; math.Exp and math.Log are not them, never used.
 package main
 
 import (
@@ -81,6 +83,171 @@ func effectiveHeads(field *uint32) uint32 { // generated code: Scenario.QueryHea
 		return 1
 	}
 	return *field
+}
+
+// spec/elementary.md#constants, from their bits.
+var (
+	ln2Hi      = math.Float64frombits(0x3fe62e42fee00000)
+	ln2Lo      = math.Float64frombits(0x3dea39ef35793c76)
+	invLn2     = math.Float64frombits(0x3ff71547652b82fe)
+	oThreshold = math.Float64frombits(0x40862e42fefa39ef)
+	uThreshold = math.Float64frombits(0xc0874910d52d3051)
+	p1         = math.Float64frombits(0x3fc555555555553e)
+	p2         = math.Float64frombits(0xbf66c16c16bebd93)
+	p3         = math.Float64frombits(0x3f11566aaf25de2c)
+	p4         = math.Float64frombits(0xbebbbd41c5d26bf1)
+	p5         = math.Float64frombits(0x3e66376972bea4d0)
+	lg1        = math.Float64frombits(0x3fe5555555555593)
+	lg2        = math.Float64frombits(0x3fd999999997fa04)
+	lg3        = math.Float64frombits(0x3fd2492494229359)
+	lg4        = math.Float64frombits(0x3fcc71c51d8e78af)
+	lg5        = math.Float64frombits(0x3fc7466496cb03de)
+	lg6        = math.Float64frombits(0x3fc39a09d078c69f)
+	lg7        = math.Float64frombits(0x3fc2f112df3e5244)
+	third      = math.Float64frombits(0x3fd5555555555555)
+	two54      = math.Float64frombits(0x4350000000000000)
+	twoM1000   = math.Float64frombits(0x0170000000000000)
+)
+
+// No fused multiply-add (spec/arithmetic.md#recipes-by-language): Go may fuse
+// x*y + z, even across statements, unless an explicit conversion stands
+// between the product and the sum it feeds, so in exp, log and the spot
+// checks' inputs every product is written float64(x*y).
+
+// addToExponent is spec/elementary.md#scaling: the bits of y plus j * 2^52,
+// modulo 2^64 (uint64 of a negative int64 is its value modulo 2^64).
+func addToExponent(y float64, j int) float64 {
+	return math.Float64frombits(math.Float64bits(y) + uint64(int64(j))<<52)
+}
+
+// exp is spec/elementary.md#exp.
+func exp(x float64) float64 {
+	negative := math.Float64bits(x)>>63 != 0
+	h := uint32(math.Float64bits(x)>>32) & 0x7fffffff // of |x|
+	// Step 1: special values.
+	switch {
+	case math.IsNaN(x):
+		return x
+	case math.IsInf(x, 0):
+		if negative {
+			return 0
+		}
+		return x
+	case x > oThreshold:
+		return math.Inf(1)
+	case x < uThreshold:
+		return 0
+	}
+	// Step 2: reduction, x = k ln2 + r with r = hi - lo.
+	k := 0
+	hi, lo, r := 0.0, 0.0, x
+	if h > 0x3fd62e42 {
+		if h < 0x3ff0a2b2 {
+			if negative {
+				k, hi, lo = -1, x+ln2Hi, -ln2Lo
+			} else {
+				k, hi, lo = 1, x-ln2Hi, ln2Lo
+			}
+		} else {
+			// int() truncates toward zero (|x| < 746 here).
+			if negative {
+				k = int(float64(invLn2*x) - 0.5)
+			} else {
+				k = int(float64(invLn2*x) + 0.5)
+			}
+			t := float64(k)
+			hi = x - float64(t*ln2Hi)
+			lo = float64(t * ln2Lo)
+		}
+		r = hi - lo
+	} else if h < 0x3e300000 {
+		return 1 + x // |x| < 2^-28
+	}
+	// Step 3: approximation.
+	t := float64(r * r)
+	c := r - float64(t*(p1+float64(t*(p2+float64(t*(p3+float64(t*(p4+float64(t*p5)))))))))
+	if k == 0 {
+		return 1 - (float64(r*c)/(c-2) - r)
+	}
+	y := 1 - ((lo - float64(r*c)/(2-c)) - hi)
+	// Step 4: scaling by 2^k; below 2^-1021 one rounding, by the multiplication.
+	if k >= -1021 {
+		return addToExponent(y, k)
+	}
+	return float64(addToExponent(y, k+1000) * twoM1000)
+}
+
+// highWord is the high word, signed: negative exactly when the sign bit is set.
+func highWord(x float64) int32 {
+	return int32(uint32(math.Float64bits(x) >> 32))
+}
+
+// log is spec/elementary.md#log.
+func log(x float64) float64 {
+	h := highWord(x)
+	l := uint32(math.Float64bits(x))
+	k := int32(0)
+	// Step 1: zero, negatives, subnormals, then +inf and NaN.
+	if h < 0x00100000 {
+		if (uint32(h)&0x7fffffff)|l == 0 {
+			return math.Inf(-1)
+		}
+		if h < 0 {
+			return math.NaN()
+		}
+		k = -54
+		x = float64(x * two54) // exact
+		h = highWord(x)
+	}
+	if h >= 0x7ff00000 {
+		return x + x
+	}
+	// Step 2: reduction, x = 2^k (1 + f). h >= 0 here, so >> is a plain shift.
+	k += h>>20 - 1023
+	m := h & 0x000fffff
+	i := (m + 0x95f64) & 0x100000
+	high := uint64(uint32(m | (i ^ 0x3ff00000)))
+	x = math.Float64frombits(high<<32 | math.Float64bits(x)&0xffffffff)
+	k += i >> 20
+	f := x - 1
+	dk := float64(k)
+	// Step 3: near 1, |f| < 2^-20.
+	if (2+m)&0x000fffff < 3 {
+		if f == 0 {
+			if k == 0 {
+				return 0
+			}
+			return float64(dk*ln2Hi) + float64(dk*ln2Lo)
+		}
+		r := float64(float64(f*f) * (0.5 - float64(third*f)))
+		if k == 0 {
+			return f - r
+		}
+		return float64(dk*ln2Hi) - ((r - float64(dk*ln2Lo)) - f)
+	}
+	// Step 4: approximation.
+	s := f / (2 + f)
+	z := float64(s * s)
+	w := float64(z * z)
+	t1 := float64(w * (lg2 + float64(w*(lg4+float64(w*lg6)))))
+	t2 := float64(z * (lg1 + float64(w*(lg3+float64(w*(lg5+float64(w*lg7)))))))
+	r := t2 + t1
+	if m >= 0x6147a && m <= 0x6b851 {
+		hfsq := float64(float64(0.5*f) * f)
+		if k == 0 {
+			return f - (hfsq - float64(s*(hfsq+r)))
+		}
+		return float64(dk*ln2Hi) - ((hfsq - (float64(s*(hfsq+r)) + float64(dk*ln2Lo))) - f)
+	}
+	if k == 0 {
+		return f - float64(s*(f-r))
+	}
+	return float64(dk*ln2Hi) - ((float64(s*(f-r)) - float64(dk*ln2Lo)) - f)
+}
+
+// centered is (u >> 11) - 2^52, in [-2^52, 2^52): exact as a binary64.
+func centered(u uint64) float64 {
+	return float64(int64(u>>11) - 1<<52)
 }
 
 func hexList(xs []uint64) string {
@@ -203,4 +370,43 @@ func main() {
 	fmt.Printf("sign bit: +0.0 -> %d; -0.0 -> %d; binary32 -0.0 -> %d; -0.0 == +0.0: %t\n",
 		bit(math.Signbit(positiveZero)), bit(math.Signbit(negativeZero)),
 		bit(math.Signbit(float64(weight))), negativeZero == positiveZero)
+
+	// spec/elementary.md#golden-values: the inputs' bits; the results computed.
+	expInputs := []uint64{
+		0x3ff0000000000000, 0xbff0000000000000, 0x3fe0000000000000, 0x3ddb7cdfd9d7bdbb,
+		0x39b4484bfeebc2a0, 0x4024000000000000, 0xc034800000000000, 0x40862e3d70a3d70a,
+		0x4086300000000000, 0xc086240000000000, 0xc087480000000000, 0xc087500000000000,
+	}
+	logInputs := []uint64{
+		0x4000000000000000, 0x4024000000000000, 0x3fe0000000000000, 0x3ff000001ad7f29b,
+		0x3ff6666666666666, 0x3fe6666666666666, 0x0000000000000001, 0x7fefffffffffffff,
+		0x0000000000000000, 0x7ff0000000000000,
+	}
+	for _, b := range expInputs {
+		fmt.Printf("exp 0x%016x -> 0x%016x\n", b, math.Float64bits(exp(math.Float64frombits(b))))
+	}
+	for _, b := range logInputs {
+		fmt.Printf("log 0x%016x -> 0x%016x\n", b, math.Float64bits(log(math.Float64frombits(b))))
+	}
+	// Spot checks: one generator across the families, in order.
+	families := []struct {
+		name     string
+		function func(float64) float64
+		input    func(u uint64) float64
+	}{
+		{"exp wide", exp, func(u uint64) float64 { return float64(centered(u) * 0x1p-42) }},
+		{"exp near 0", exp, func(u uint64) float64 { return float64(centered(u) * 0x1p-51) }},
+		{"exp tiny", exp, func(u uint64) float64 { return float64(centered(u) * 0x1p-80) }},
+		{"log wide", log, func(u uint64) float64 { return math.Float64frombits(u % 0x7ff0000000000000) }},
+		{"log near 1", log, func(u uint64) float64 { return 1 + float64(centered(u)*0x1p-75) }},
+		{"log small", log, func(u uint64) float64 { return float64(float64(u>>11) * 0x1p-50) }},
+	}
+	spot := newRng(2026)
+	for _, family := range families {
+		d := uint64(0xcbf29ce484222325)
+		for i := 0; i < 1000; i++ {
+			d = (d ^ math.Float64bits(family.function(family.input(spot.next())))) * 0x100000001b3
+		}
+		fmt.Printf("spot %s: 0x%016x\n", family.name, d)
+	}
 }

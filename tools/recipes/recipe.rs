@@ -4,6 +4,9 @@
 // wrapping arithmetic the spec needs is written wrapping_mul / wrapping_add /
 // rotate_left. `/` on unsigned integers truncates (= floor); Option models
 // presence (prost maps proto3 `optional` and message fields to Option<T>).
+// exp and log (spec/elementary.md) are fdlibm 5.3's algorithms written out
+// from the spec's steps (rustc never fuses `a * b + c`); f64::exp and f64::ln
+// are the platform's libm, never used.
 
 fn mix64(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
@@ -66,6 +69,156 @@ fn floor_of(budget: u32, permille: u32) -> u64 {
 
 fn effective_heads(field: Option<u32>) -> u32 {
     field.unwrap_or(1)
+}
+
+// spec/elementary.md#constants, from their bits.
+const LN2_HI: f64 = f64::from_bits(0x3fe62e42fee00000);
+const LN2_LO: f64 = f64::from_bits(0x3dea39ef35793c76);
+const INV_LN2: f64 = f64::from_bits(0x3ff71547652b82fe);
+const O_THRESHOLD: f64 = f64::from_bits(0x40862e42fefa39ef);
+const U_THRESHOLD: f64 = f64::from_bits(0xc0874910d52d3051);
+const P1: f64 = f64::from_bits(0x3fc555555555553e);
+const P2: f64 = f64::from_bits(0xbf66c16c16bebd93);
+const P3: f64 = f64::from_bits(0x3f11566aaf25de2c);
+const P4: f64 = f64::from_bits(0xbebbbd41c5d26bf1);
+const P5: f64 = f64::from_bits(0x3e66376972bea4d0);
+const LG1: f64 = f64::from_bits(0x3fe5555555555593);
+const LG2: f64 = f64::from_bits(0x3fd999999997fa04);
+const LG3: f64 = f64::from_bits(0x3fd2492494229359);
+const LG4: f64 = f64::from_bits(0x3fcc71c51d8e78af);
+const LG5: f64 = f64::from_bits(0x3fc7466496cb03de);
+const LG6: f64 = f64::from_bits(0x3fc39a09d078c69f);
+const LG7: f64 = f64::from_bits(0x3fc2f112df3e5244);
+const THIRD: f64 = f64::from_bits(0x3fd5555555555555);
+const TWO54: f64 = f64::from_bits(0x4350000000000000);
+const TWOM1000: f64 = f64::from_bits(0x0170000000000000);
+
+/// spec/elementary.md#scaling: the bits of y plus j * 2^52, modulo 2^64.
+fn add_to_exponent(y: f64, j: i32) -> f64 {
+    f64::from_bits(y.to_bits().wrapping_add((j as i64 as u64) << 52))
+}
+
+/// spec/elementary.md#exp.
+fn exp(x: f64) -> f64 {
+    let negative = x.to_bits() >> 63 != 0;
+    let h = (x.to_bits() >> 32) as u32 & 0x7fffffff; // of |x|
+    // Step 1: special values.
+    if x.is_nan() {
+        return x;
+    }
+    if x.is_infinite() {
+        return if negative { 0.0 } else { x };
+    }
+    if x > O_THRESHOLD {
+        return f64::INFINITY;
+    }
+    if x < U_THRESHOLD {
+        return 0.0;
+    }
+    // Step 2: reduction, x = k ln2 + r with r = hi - lo.
+    let (k, hi, lo, r);
+    if h > 0x3fd62e42 {
+        if h < 0x3ff0a2b2 {
+            (k, hi, lo) =
+                if negative { (-1, x + LN2_HI, -LN2_LO) } else { (1, x - LN2_HI, LN2_LO) };
+        } else {
+            // `as i32` truncates toward zero (|x| < 746 here).
+            k = (if negative { INV_LN2 * x - 0.5 } else { INV_LN2 * x + 0.5 }) as i32;
+            let t = k as f64;
+            hi = x - t * LN2_HI;
+            lo = t * LN2_LO;
+        }
+        r = hi - lo;
+    } else if h < 0x3e300000 {
+        return 1.0 + x; // |x| < 2^-28
+    } else {
+        (k, hi, lo, r) = (0, 0.0, 0.0, x);
+    }
+    // Step 3: approximation.
+    let t = r * r;
+    let c = r - t * (P1 + t * (P2 + t * (P3 + t * (P4 + t * P5))));
+    if k == 0 {
+        return 1.0 - ((r * c) / (c - 2.0) - r);
+    }
+    let y = 1.0 - ((lo - (r * c) / (2.0 - c)) - hi);
+    // Step 4: scaling by 2^k; below 2^-1021 one rounding, by the multiplication.
+    if k >= -1021 {
+        add_to_exponent(y, k)
+    } else {
+        add_to_exponent(y, k + 1000) * TWOM1000
+    }
+}
+
+/// The high word, signed: negative exactly when the sign bit is set.
+fn high_word(x: f64) -> i32 {
+    (x.to_bits() >> 32) as u32 as i32
+}
+
+/// spec/elementary.md#log.
+fn log(mut x: f64) -> f64 {
+    let mut h = high_word(x);
+    let l = x.to_bits() as u32;
+    let mut k: i32 = 0;
+    // Step 1: zero, negatives, subnormals, then +inf and NaN.
+    if h < 0x00100000 {
+        if (h as u32 & 0x7fffffff) | l == 0 {
+            return f64::NEG_INFINITY;
+        }
+        if h < 0 {
+            return f64::NAN;
+        }
+        k = -54;
+        x *= TWO54; // exact
+        h = high_word(x);
+    }
+    if h >= 0x7ff00000 {
+        return x + x;
+    }
+    // Step 2: reduction, x = 2^k (1 + f). h >= 0 here, so >> is a plain shift.
+    k += (h >> 20) - 1023;
+    let m = h & 0x000fffff;
+    let i = (m + 0x95f64) & 0x100000;
+    let high = (m | (i ^ 0x3ff00000)) as u32 as u64;
+    x = f64::from_bits(high << 32 | (x.to_bits() & 0xffffffff));
+    k += i >> 20;
+    let f = x - 1.0;
+    let dk = k as f64;
+    // Step 3: near 1, |f| < 2^-20.
+    if (2 + m) & 0x000fffff < 3 {
+        if f == 0.0 {
+            return if k == 0 { 0.0 } else { dk * LN2_HI + dk * LN2_LO };
+        }
+        let r = f * f * (0.5 - THIRD * f);
+        return if k == 0 { f - r } else { dk * LN2_HI - ((r - dk * LN2_LO) - f) };
+    }
+    // Step 4: approximation.
+    let s = f / (2.0 + f);
+    let z = s * s;
+    let w = z * z;
+    let t1 = w * (LG2 + w * (LG4 + w * LG6));
+    let t2 = z * (LG1 + w * (LG3 + w * (LG5 + w * LG7)));
+    let r = t2 + t1;
+    if (0x6147a..=0x6b851).contains(&m) {
+        let hfsq = 0.5 * f * f;
+        if k == 0 {
+            return f - (hfsq - s * (hfsq + r));
+        }
+        return dk * LN2_HI - ((hfsq - (s * (hfsq + r) + dk * LN2_LO)) - f);
+    }
+    if k == 0 { f - s * (f - r) } else { dk * LN2_HI - ((s * (f - r) - dk * LN2_LO) - f) }
+}
+
+/// (u >> 11) - 2^52, in [-2^52, 2^52): exact as a binary64.
+fn centered(u: u64) -> f64 {
+    ((u >> 11) as i64 - (1i64 << 52)) as f64
+}
+
+/// spec/elementary.md#spot-checks: name, function, input from one draw u.
+type SpotFamily = (&'static str, fn(f64) -> f64, fn(u64) -> f64);
+
+/// 2^e for a normal power of two, from its bits.
+fn two_to(e: i32) -> f64 {
+    f64::from_bits(((1023 + e) as u64) << 52)
 }
 
 fn hex_list(xs: impl Iterator<Item = u64>) -> String {
@@ -173,4 +326,39 @@ fn main() {
         u32::from(weight.is_sign_negative()),
         negative_zero == positive_zero
     );
+
+    // spec/elementary.md#golden-values: the inputs' bits; the results computed.
+    let exp_inputs: [u64; 12] = [
+        0x3ff0000000000000, 0xbff0000000000000, 0x3fe0000000000000, 0x3ddb7cdfd9d7bdbb,
+        0x39b4484bfeebc2a0, 0x4024000000000000, 0xc034800000000000, 0x40862e3d70a3d70a,
+        0x4086300000000000, 0xc086240000000000, 0xc087480000000000, 0xc087500000000000,
+    ];
+    let log_inputs: [u64; 10] = [
+        0x4000000000000000, 0x4024000000000000, 0x3fe0000000000000, 0x3ff000001ad7f29b,
+        0x3ff6666666666666, 0x3fe6666666666666, 0x0000000000000001, 0x7fefffffffffffff,
+        0x0000000000000000, 0x7ff0000000000000,
+    ];
+    for b in exp_inputs {
+        println!("exp {:#018x} -> {:#018x}", b, exp(f64::from_bits(b)).to_bits());
+    }
+    for b in log_inputs {
+        println!("log {:#018x} -> {:#018x}", b, log(f64::from_bits(b)).to_bits());
+    }
+    // Spot checks: one generator across the families, in order.
+    let families: [SpotFamily; 6] = [
+        ("exp wide", exp, |u| centered(u) * two_to(-42)),
+        ("exp near 0", exp, |u| centered(u) * two_to(-51)),
+        ("exp tiny", exp, |u| centered(u) * two_to(-80)),
+        ("log wide", log, |u| f64::from_bits(u % 0x7ff0000000000000)),
+        ("log near 1", log, |u| 1.0 + centered(u) * two_to(-75)),
+        ("log small", log, |u| (u >> 11) as f64 * two_to(-50)),
+    ];
+    let mut spot = Rng::new(2026);
+    for (name, function, input) in families {
+        let mut d: u64 = 0xcbf29ce484222325;
+        for _ in 0..1000 {
+            d = (d ^ function(input(spot.next())).to_bits()).wrapping_mul(0x100000001b3);
+        }
+        println!("spot {}: {:#018x}", name, d);
+    }
 }
