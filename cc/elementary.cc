@@ -52,6 +52,15 @@ double AddToExponent(double y, int k) {
 
 }  // namespace
 
+double Norm(absl::Span<const float> a) {
+  double sum = 0.0;
+  for (float entry : a) {
+    const double widened = entry;
+    sum += widened * widened;
+  }
+  return std::sqrt(sum);
+}
+
 double Exp(double x) {
   const uint64_t bits = BitsOf(x);
   const bool negative = (bits >> 63) != 0;

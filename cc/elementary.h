@@ -17,6 +17,8 @@
 #ifndef KVSPEC_CC_ELEMENTARY_H_
 #define KVSPEC_CC_ELEMENTARY_H_
 
+#include "absl/types/span.h"
+
 namespace kvspec {
 
 // spec/elementary.md#exp: e^x. +inf above the overflow threshold, +0.0
@@ -26,6 +28,11 @@ double Exp(double x);
 // spec/elementary.md#log: the natural logarithm. -inf at +-0, NaN below zero
 // and for NaN, +inf at +inf.
 double Log(double x);
+
+// spec/elementary.md#reductions-over-vectors: sqrt(sumsq(a)), the entries
+// widened to binary64 (exactly), each squared, summed from index 0 into
+// +0.0, then one IEEE sqrt.
+double Norm(absl::Span<const float> a);
 
 }  // namespace kvspec
 

@@ -84,7 +84,7 @@ std::vector<RankedCandidate> CutOf(const EvictionDetail& detail) {
 
 RunResult RunScenario(Policy& policy, const Scenario& scenario,
                       const RunOptions& options) {
-  const absl::Status shape = CheckScenarioShape(scenario);
+  const absl::Status shape = CheckScenarioShape(scenario, policy.reads_keys());
   if (!shape.ok()) {
     RunResult result;
     result.refusal = shape;
@@ -121,7 +121,7 @@ RunResult RunScenario(const PolicyConfig& config, const Scenario& scenario,
     result.refusal = policy.status();
     return result;
   }
-  const absl::Status shape = CheckScenarioShape(scenario);
+  const absl::Status shape = CheckScenarioShape(scenario, (*policy)->reads_keys());
   if (!shape.ok()) {
     RunResult result;
     result.refusal = shape;

@@ -54,6 +54,10 @@ struct ScenarioStep {
   // Empty (and total_rows 0): no totals.
   std::vector<std::vector<double>> totals;
   uint32_t total_rows = 0;
+  // Keys (spec/tensors.md#the-fields), in a scenario with head_dim d: one
+  // list per KV head, KV head 0 first, each admit x d binary32 values, the
+  // admitted positions' keys in position order. Empty without head_dim.
+  std::vector<std::vector<float>> keys;
 };
 
 // Either explicit steps or a generated trace (spec/trace.md), not both.
@@ -64,6 +68,9 @@ struct Scenario {
   // spec/heads.md#head-counts; absent is 1.
   std::optional<uint32_t> query_heads;
   std::optional<uint32_t> kv_heads;
+  // spec/tensors.md#the-fields: the length of every key; present makes
+  // every step carry keys.
+  std::optional<uint32_t> head_dim;
 };
 
 // spec/harness.md#eviction-log.

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -23,14 +24,29 @@ HeadCounts HeadsOf(const Scenario& scenario);
 // The row of query head `head` at a step that has attention.
 const std::vector<float>& RowOf(const ScenarioStep& step, uint32_t head);
 
-// spec/harness.md#refusals, the checks of one step in the order the spec
-// lists them; with several heads, spec/heads.md#rows-per-head.
-absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
-                               uint64_t next_position, uint32_t query_heads);
+// spec/tensors.md#the-fields: the largest head_dim.
+inline constexpr uint32_t kMaxHeadDim = 1024;
 
-// spec/harness.md#refusals, check 2, and spec/heads.md#head-counts: steps
-// and a trace are not both given, and the head counts are valid.
-absl::Status CheckScenarioShape(const Scenario& scenario);
+// What a step's keys must look like (spec/tensors.md#checks): one list of
+// admit x head_dim values per KV head with a head_dim, none without.
+struct KeyShape {
+  uint32_t kv_heads = 1;
+  std::optional<uint32_t> head_dim;
+};
+
+// spec/harness.md#refusals, the checks of one step in the order the spec
+// lists them; with several heads, spec/heads.md#rows-per-head; keys last
+// (spec/tensors.md#checks).
+absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
+                               uint64_t next_position, uint32_t query_heads,
+                               const KeyShape& key_shape);
+
+// spec/harness.md#refusals, check 2, spec/heads.md#head-counts and
+// spec/tensors.md#checks: steps and a trace are not both given, the head
+// counts are valid, head_dim is in range and not beside a trace, and a
+// policy that reads keys has them.
+absl::Status CheckScenarioShape(const Scenario& scenario,
+                                bool policy_reads_keys);
 
 // RunOptions::on_ranking's view of one set's own ranking.
 RankingObservation ObservationOf(const EvictionDetail& detail, size_t set);

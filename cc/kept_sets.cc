@@ -24,7 +24,7 @@ using internal::RowOf;
 
 SharedBudget SharedBudgetOf(const PolicyConfig& config, size_t sets) {
   SharedBudget shared;
-  if (sets < 2 || !ReadsAttention(config.name) ||
+  if (sets < 2 || !TakesParameter(config.name, "adaptive") ||
       EffectiveParameter(config, "adaptive") == 0) {
     return shared;
   }
@@ -233,16 +233,31 @@ RunResult RunSets(absl::Span<Policy* const> sets,
                   const SharedBudget& shared, const Scenario& scenario,
                   const RunOptions& options) {
   RunResult result;
-  const uint32_t query_heads = HeadsOf(scenario).query_heads;
+  const HeadCounts counts = HeadsOf(scenario);
+  const uint32_t query_heads = counts.query_heads;
+  const KeyShape key_shape{counts.kv_heads, scenario.head_dim};
+  // spec/tensors.md#what-a-policy-sees: the KV heads of each set's query
+  // heads, ascending and once each.
+  std::vector<std::vector<uint32_t>> key_heads(sets.size());
+  for (size_t s = 0; s < sets.size(); ++s) {
+    const uint32_t group = counts.query_heads / counts.kv_heads;
+    for (uint32_t head : covers[s]) {
+      if (key_heads[s].empty() || key_heads[s].back() != head / group) {
+        key_heads[s].push_back(head / group);
+      }
+    }
+  }
   uint64_t next_position = 0;
   std::vector<std::vector<float>> gathered(sets.size());
   std::vector<std::vector<float>> gathered_queries(sets.size());
   std::vector<std::vector<double>> gathered_totals(sets.size());
+  std::vector<std::vector<float>> gathered_keys(sets.size());
   std::vector<StepInput> inputs(sets.size());
   for (size_t index = 0; index < scenario.steps.size(); ++index) {
     const ScenarioStep& step = scenario.steps[index];
-    absl::Status status = CheckScenarioStep(step, static_cast<int64_t>(index),
-                                            next_position, query_heads);
+    absl::Status status =
+        CheckScenarioStep(step, static_cast<int64_t>(index), next_position,
+                          query_heads, key_shape);
     if (!status.ok()) {
       result.refusal = status;
       result.refused_step = static_cast<int64_t>(index);
@@ -294,6 +309,19 @@ RunResult RunSets(absl::Span<Policy* const> sets,
         }
         inputs[s].totals = absl::MakeConstSpan(gathered_totals[s]);
         inputs[s].total_rows = step.total_rows;
+      }
+      if (!step.keys.empty() && sets[s]->reads_keys()) {
+        // spec/tensors.md#what-a-policy-sees: the set's KV heads' keys of
+        // the admitted positions, KV head ascending.
+        gathered_keys[s].clear();
+        for (uint32_t head : key_heads[s]) {
+          gathered_keys[s].insert(gathered_keys[s].end(),
+                                  step.keys[head].begin(),
+                                  step.keys[head].end());
+        }
+        inputs[s].keys = absl::MakeConstSpan(gathered_keys[s]);
+        inputs[s].key_heads = static_cast<uint32_t>(key_heads[s].size());
+        inputs[s].head_dim = *scenario.head_dim;
       }
       if (!has_rows) continue;
       gathered[s].clear();

@@ -143,6 +143,31 @@ absl::Status Policy::Validate(const StepInput& input) const {
                                     FloatText((*input.totals)[i])));
     }
   }
+  if (reads_keys()) {
+    // spec/tensors.md#checks, for a direct call: keys of every admitted
+    // position, key_heads x count x head_dim values, each finite.
+    if (!input.keys.has_value() || input.key_heads == 0 ||
+        input.head_dim == 0 ||
+        input.keys->size() !=
+            size_t{input.key_heads} * input.count * input.head_dim) {
+      return Refuse(ErrorCategory::kAttentionLength, {"length", {"keys"}},
+                    absl::StrFormat("step %d: %s reads keys: the step needs "
+                                    "key_heads x count x head_dim values "
+                                    "(%d x %d x %d), got %d",
+                                    steps_done_, name(), input.key_heads,
+                                    input.count, input.head_dim,
+                                    input.keys.has_value() ? input.keys->size()
+                                                           : 0));
+    }
+    for (size_t i = 0; i < input.keys->size(); ++i) {
+      if (std::isfinite((*input.keys)[i])) continue;
+      return Refuse(ErrorCategory::kAttentionValue, {"value", {"keys"}},
+                    absl::StrFormat("step %d: key entry %d is %s; key entries "
+                                    "must be finite",
+                                    steps_done_, i,
+                                    FloatText((*input.keys)[i])));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -164,6 +189,10 @@ void Policy::AdmitPositions(const StepInput& input, size_t kept_after) {
     ++admitted_count_;
   }
   last_admitted_ = input.first + (input.count - 1);
+  // spec/tensors.md#what-a-policy-sees: the admitted positions' keys.
+  if (reads_keys()) {
+    RecordKeys(*input.keys, input.key_heads, input.head_dim, input.count);
+  }
   // spec/prefill.md#the-prefill-step: the query rows, after admission.
   prefill_step_ = input.queries.has_value();
   if (prefill_step_) {

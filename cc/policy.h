@@ -75,6 +75,14 @@ struct StepInput {
   // (1 <= total_rows <= count).
   std::optional<absl::Span<const double>> totals;
   uint32_t total_rows = 0;
+  // Keys (spec/tensors.md#what-a-policy-sees) of the positions this step
+  // admits: `key_heads` KV heads' keys one after the other, ascending, each
+  // `count` x `head_dim` values in position order; nullopt without keys
+  // (then key_heads and head_dim are 0). Policies that do not read keys
+  // ignore them.
+  std::optional<absl::Span<const float>> keys;
+  uint32_t key_heads = 0;
+  uint32_t head_dim = 0;
 };
 
 // A prefill step's gathered query rows, as a policy reads them
@@ -176,6 +184,10 @@ class Policy {
   // the attention of a step holds heads() rows. 1 unless built for a set.
   size_t heads() const { return heads_; }
 
+  // spec/tensors.md#policies-that-read-keys: true for a policy whose every
+  // step needs the keys of the positions it admits (StepInput::keys).
+  virtual bool reads_keys() const { return false; }
+
   // Bytes of state the policy holds now: the kept positions plus the
   // policy's own per-slot state, each computed from its containers' sizes.
   size_t MemoryBytes() const {
@@ -232,6 +244,13 @@ class Policy {
   // before ChooseVictims (spec/prefill.md#the-prefill-step). Policies that
   // do not read attention ignore them.
   virtual void RecordQueries(const QueryRows& /*queries*/) {}
+  // RecordKeys: the keys of the step's admitted positions
+  // (spec/tensors.md#what-a-policy-sees), after every admission and before
+  // RecordQueries: `key_heads` KV heads' keys one after the other, each
+  // `count` x `head_dim` values; the admitted positions are the last
+  // `count` kept slots. Called only for a policy that reads_keys().
+  virtual void RecordKeys(absl::Span<const float> /*keys*/, size_t /*key_heads*/,
+                          size_t /*head_dim*/, size_t /*count*/) {}
   // True while the step being carried out is a prefill step (it has query
   // rows): read by ChooseVictims and the score hooks.
   bool prefill_step() const { return prefill_step_; }

@@ -179,7 +179,11 @@ bool Divides(const PolicyConfig& config, const Scenario& scenario) {
 bool ExactAt(const PortPrecision& precision, const PolicyConfig& config,
              const Scenario& scenario) {
   if (scenario.trace.has_value()) return false;
-  if (!MakePolicy(config).ok()) return true;
+  absl::StatusOr<std::unique_ptr<Policy>> policy = MakePolicy(config);
+  if (!policy.ok()) return true;
+  // spec/arithmetic.md#range: scores from keys (a norm of signed entries)
+  // are outside the bound's model; none is taken to be exact.
+  if ((*policy)->reads_keys()) return false;
   if (Divides(config, scenario)) return false;
   const int t = std::min(SignificandBits(precision.score),
                          SignificandBits(precision.accumulate));
@@ -223,7 +227,15 @@ double LargestFinite(const PortPrecision& precision) {
 }
 
 bool InRange(const PortPrecision& precision, const ErrorBound& bound,
-             const Scenario& scenario) {
+             const PolicyConfig& config, const Scenario& scenario) {
+  // spec/arithmetic.md#range: a policy scoring from keys is in range at
+  // binary64 only.
+  absl::StatusOr<std::unique_ptr<Policy>> policy = MakePolicy(config);
+  if (policy.ok() && (*policy)->reads_keys() &&
+      !(precision.score == Precision::kBinary64 &&
+        precision.accumulate == Precision::kBinary64)) {
+    return false;
+  }
   return Upper(bound, WeightCeiling(scenario)) < LargestFinite(precision);
 }
 
@@ -267,13 +279,13 @@ ErrorBound JudgingBound(const PortPrecision& precision, uint64_t terms) {
 
 double Upper(const ErrorBound& bound, double s) {
   if (!bound.finite) return kInfinity;
-  return s + (bound.relative * s + bound.absolute);
+  return s + (bound.relative * std::fabs(s) + bound.absolute);
 }
 
 double Lower(const ErrorBound& bound, double s) {
   if (!bound.finite) return -kInfinity;
   if (std::isinf(s)) return s;
-  return s - (bound.relative * s + bound.absolute);
+  return s - (bound.relative * std::fabs(s) + bound.absolute);
 }
 
 bool Separated(const ErrorBound& bound, double victim, double survivor) {
@@ -310,7 +322,10 @@ std::optional<Decision> DecisionOf(const RankingObservation& ranking) {
 double RelativeMargin(const Decision& decision) {
   if (decision.survivor == decision.victim) return 0.0;
   if (std::isinf(decision.survivor)) return 1.0;
-  return (decision.survivor - decision.victim) / decision.survivor;
+  // spec/arithmetic.md#decision-margins: (w - v) / max(|w|, |v|), which is
+  // (w - v) / w for the non-negative scores of weights.
+  return (decision.survivor - decision.victim) /
+         std::max(std::fabs(decision.survivor), std::fabs(decision.victim));
 }
 
 }  // namespace kvspec

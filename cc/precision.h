@@ -91,10 +91,12 @@ ErrorBound JudgingBound(const PortPrecision& precision, uint64_t terms);
 
 // spec/arithmetic.md#range: the bound holds only where no computed score
 // can overflow: Upper(bound, ceiling) below the largest finite number.
+// A policy that scores from keys is in range at binary64 only.
 bool InRange(const PortPrecision& precision, const ErrorBound& bound,
-             const Scenario& scenario);
+             const PolicyConfig& config, const Scenario& scenario);
 
-// The most and least a score s may be computed as, within `bound`.
+// The most and least a score s may be computed as, within `bound`: the
+// relative part scales |s| (scores from keys are negative).
 double Upper(const ErrorBound& bound, double s);
 double Lower(const ErrorBound& bound, double s);
 // True when no computation within `bound` can rank `survivor` at or below
@@ -112,8 +114,9 @@ struct Decision {
 // later pair it left whose set, with that pair given back, is above the
 // floor. nullopt: no victim, or no such survivor.
 std::optional<Decision> DecisionOf(const RankingObservation& ranking);
-// (survivor - victim) / survivor: 0 for equal scores, 1 for a survivor of
-// +infinity above a finite victim. In [0, 1].
+// (survivor - victim) / max(|survivor|, |victim|): 0 for equal scores, 1
+// for a survivor of +infinity above a finite victim. In [0, 1] for scores
+// of one sign (weights' are >= 0, knorm's <= 0).
 double RelativeMargin(const Decision& decision);
 
 }  // namespace kvspec

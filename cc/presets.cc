@@ -69,6 +69,12 @@ const std::vector<Preset>& Presets() {
        "FasterDecoding/SnapKV snapkv/monkeypatch/snapkv_utils.py, "
        "SnapKVCluster.update_kv (window 64, capacity 256 + 64, kernel 5, "
        "avgpool)"},
+      // spec/policies/knorm.md#presets.
+      {"knorm", "kvpress-0.5.5",
+       {{"recent_window", 0}, {"granularity", 1}, {"aggregation", 0},
+        {"prefill_only", 1}},
+       "kvpress 0.5.5 presses/knorm_press.py, KnormPress.score and "
+       "ScorerPress.compress"},
       // spec/policies/openvino.md#presets.
       {"openvino", "openvino-genai-2026.3.0",
        {{"budget", 672}, {"sinks", 32}, {"recent_window", 128}, {"block", 32},

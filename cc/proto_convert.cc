@@ -46,6 +46,7 @@ Scenario FromProto(const v1::Scenario& proto) {
   if (proto.has_trace()) scenario.trace = FromProto(proto.trace());
   if (proto.has_query_heads()) scenario.query_heads = proto.query_heads();
   if (proto.has_kv_heads()) scenario.kv_heads = proto.kv_heads();
+  if (proto.has_head_dim()) scenario.head_dim = proto.head_dim();
   for (const v1::Step& step : proto.steps()) {
     ScenarioStep converted;
     converted.admit = step.admit();
@@ -63,6 +64,9 @@ Scenario FromProto(const v1::Scenario& proto) {
       converted.totals.emplace_back(totals.sums().begin(), totals.sums().end());
     }
     converted.total_rows = step.total_rows();
+    for (const v1::HeadVectors& keys : step.keys()) {
+      converted.keys.emplace_back(keys.values().begin(), keys.values().end());
+    }
     scenario.steps.push_back(std::move(converted));
   }
   return scenario;
@@ -78,6 +82,7 @@ v1::Scenario ToProto(const Scenario& scenario) {
     proto.set_query_heads(*scenario.query_heads);
   }
   if (scenario.kv_heads.has_value()) proto.set_kv_heads(*scenario.kv_heads);
+  if (scenario.head_dim.has_value()) proto.set_head_dim(*scenario.head_dim);
   for (const ScenarioStep& step : scenario.steps) {
     v1::Step* converted = proto.add_steps();
     converted->set_admit(step.admit);
@@ -98,6 +103,10 @@ v1::Scenario ToProto(const Scenario& scenario) {
       for (double total : totals) sums->add_sums(total);
     }
     converted->set_total_rows(step.total_rows);
+    for (const std::vector<float>& keys : step.keys) {
+      v1::HeadVectors* vectors = converted->add_keys();
+      for (float value : keys) vectors->add_values(value);
+    }
   }
   return proto;
 }

@@ -25,6 +25,7 @@ const std::vector<const PolicyEntry*>& Entries() {
       &policies::SnapKvEntry(),
       &policies::RandomEntry(),
       &policies::OpenVinoEntry(),
+      &policies::KnormEntry(),
   };
   return *entries;
 }
@@ -130,10 +131,20 @@ absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const PolicyConfig& config,
 }
 
 bool ReadsAttention(absl::string_view name) {
+  return TakesParameter(name, "granularity");
+}
+
+bool ReadsKeys(absl::string_view name) {
+  absl::StatusOr<std::unique_ptr<Policy>> policy =
+      MakePolicy({std::string(name), {}});
+  return policy.ok() && (*policy)->reads_keys();
+}
+
+bool TakesParameter(absl::string_view name, absl::string_view parameter) {
   for (const PolicyEntry* entry : Entries()) {
     if (entry->info.name != name) continue;
     for (const ParameterInfo& p : entry->info.parameters) {
-      if (p.name == "granularity") return true;
+      if (p.name == parameter) return true;
     }
   }
   return false;

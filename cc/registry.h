@@ -41,6 +41,14 @@ absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const PolicyConfig& config,
 // policies that take that parameter.
 bool ReadsAttention(absl::string_view name);
 
+// spec/tensors.md#policies-that-read-keys: true when the registered
+// policy `name` reads the scenario's keys (so runs only scenarios with
+// them, never a generated trace).
+bool ReadsKeys(absl::string_view name);
+
+// True when the registered policy `name` takes the parameter `parameter`.
+bool TakesParameter(absl::string_view name, absl::string_view parameter);
+
 // The value `config` gives `name`, or the parameter's default. Requires: a
 // configuration MakePolicy accepts, and `name` one of the policy's
 // parameters.

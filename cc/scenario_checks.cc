@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <limits>
 
 #include "absl/strings/str_format.h"
@@ -132,6 +133,53 @@ absl::Status CheckTotalsValues(const ScenarioStep& step, int64_t index) {
   return absl::OkStatus();
 }
 
+// spec/tensors.md#checks, step check 3's last part: the keys' shape, after
+// the column totals' shape: one list per KV head in a scenario with keys
+// (none in one without), then each list's length, KV head 0 first.
+absl::Status CheckKeysShape(const ScenarioStep& step, int64_t index,
+                            const KeyShape& shape) {
+  const size_t lists = shape.head_dim.has_value() ? shape.kv_heads : 0;
+  if (step.keys.size() != lists) {
+    return Refuse(ErrorCategory::kAttentionLength, {"length", {"keys"}},
+                  shape.head_dim.has_value()
+                      ? absl::StrFormat("step %d: %d key lists for %d KV "
+                                        "heads; a scenario with head_dim "
+                                        "carries one per KV head",
+                                        index, step.keys.size(), lists)
+                      : absl::StrFormat("step %d: %d key lists in a scenario "
+                                        "without head_dim, which carries none",
+                                        index, step.keys.size()));
+  }
+  for (size_t head = 0; head < step.keys.size(); ++head) {
+    const uint64_t want = uint64_t{step.admit} * *shape.head_dim;
+    if (step.keys[head].size() != want) {
+      return Refuse(ErrorCategory::kAttentionLength, {"length", {"keys"}},
+                    absl::StrFormat("step %d: the keys of KV head %d hold %d "
+                                    "values; admit x head_dim is %d x %d = %d",
+                                    index, head, step.keys[head].size(),
+                                    step.admit, *shape.head_dim, want));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// spec/tensors.md#checks, step check 4's last part: every key entry is
+// finite (keys are signed: negative values and -0.0 are accepted), KV head 0
+// first, index 0 up.
+absl::Status CheckKeysValues(const ScenarioStep& step, int64_t index) {
+  for (size_t head = 0; head < step.keys.size(); ++head) {
+    const std::vector<float>& keys = step.keys[head];
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (std::isfinite(keys[i])) continue;
+      return Refuse(ErrorCategory::kAttentionValue, {"value", {"keys"}},
+                    absl::StrFormat("step %d: key entry %d of KV head %d is "
+                                    "%s; key entries must be finite",
+                                    index, i, head, FloatText(keys[i])));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 HeadCounts HeadsOf(const Scenario& scenario) {
@@ -143,7 +191,8 @@ const std::vector<float>& RowOf(const ScenarioStep& step, uint32_t head) {
 }
 
 absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
-                               uint64_t next_position, uint32_t query_heads) {
+                               uint64_t next_position, uint32_t query_heads,
+                               const KeyShape& key_shape) {
   if (step.admit == 0) {
     return Refuse(ErrorCategory::kPosition, absl::StatusCode::kInvalidArgument,
                   {"range", {"admit"}},
@@ -187,9 +236,11 @@ absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
         CheckQueryShape(step, index, next_position, query_heads));
     KVSPEC_RETURN_IF_ERROR(
         CheckTotalsShape(step, index, next_position, query_heads));
+    KVSPEC_RETURN_IF_ERROR(CheckKeysShape(step, index, key_shape));
     KVSPEC_RETURN_IF_ERROR(
         CheckQueryWeights(step, index, next_position, query_heads));
-    return CheckTotalsValues(step, index);
+    KVSPEC_RETURN_IF_ERROR(CheckTotalsValues(step, index));
+    return CheckKeysValues(step, index);
   }
   // Every row's length, head 0 first, before any weight.
   for (uint32_t head = 0; head < query_heads; ++head) {
@@ -211,6 +262,7 @@ absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
   KVSPEC_RETURN_IF_ERROR(CheckQueryShape(step, index, next_position, query_heads));
   KVSPEC_RETURN_IF_ERROR(
       CheckTotalsShape(step, index, next_position, query_heads));
+  KVSPEC_RETURN_IF_ERROR(CheckKeysShape(step, index, key_shape));
   for (uint32_t head = 0; head < query_heads; ++head) {
     absl::Status status =
         CheckWeights(absl::MakeConstSpan(RowOf(step, head)), index,
@@ -224,15 +276,35 @@ absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
   }
   KVSPEC_RETURN_IF_ERROR(
       CheckQueryWeights(step, index, next_position, query_heads));
-  return CheckTotalsValues(step, index);
+  KVSPEC_RETURN_IF_ERROR(CheckTotalsValues(step, index));
+  return CheckKeysValues(step, index);
 }
 
-absl::Status CheckScenarioShape(const Scenario& scenario) {
+absl::Status CheckScenarioShape(const Scenario& scenario,
+                                bool policy_reads_keys) {
   if (scenario.trace.has_value() && !scenario.steps.empty()) {
     return Refuse(ErrorCategory::kInvalidTrace, {"rule", {"steps", "trace"}},
                   "a scenario has either steps or a trace, not both");
   }
-  return CheckHeadCounts(HeadsOf(scenario));
+  KVSPEC_RETURN_IF_ERROR(CheckHeadCounts(HeadsOf(scenario)));
+  // spec/tensors.md#checks, the scenario's shape, in its order.
+  if (scenario.head_dim.has_value() &&
+      (*scenario.head_dim < 1 || *scenario.head_dim > kMaxHeadDim)) {
+    return Refuse(ErrorCategory::kInvalidHeads, {"range", {"head_dim"}},
+                  absl::StrFormat("head_dim must be in [1, %d], got %d",
+                                  kMaxHeadDim, *scenario.head_dim));
+  }
+  if (scenario.head_dim.has_value() && scenario.trace.has_value()) {
+    return Refuse(ErrorCategory::kInvalidTrace, {"rule", {"head_dim", "trace"}},
+                  "a generated trace has no keys: head_dim cannot be given "
+                  "beside a trace");
+  }
+  if (policy_reads_keys && !scenario.head_dim.has_value()) {
+    return Refuse(ErrorCategory::kInvalidHeads, {"range", {"head_dim"}},
+                  "the policy reads keys, and the scenario has none: give "
+                  "head_dim and each step's keys (spec/tensors.md)");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace internal

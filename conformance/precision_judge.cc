@@ -260,8 +260,16 @@ PrecisionJudgement JudgeWithinPrecision(const vectors::LoadedCase& loaded,
                                      name, terms, 2 * terms + 3);
   // An unbounded precision (too many terms) judges every decision inside
   // its band; a bounded one only where no score can overflow.
-  if (bound.finite && !InRange(precision, bound, scenario)) {
+  if (bound.finite && !InRange(precision, bound, config, scenario)) {
     out.verdict = PrecisionVerdict::kWithin;
+    const absl::StatusOr<std::unique_ptr<Policy>> policy = MakePolicy(config);
+    if (policy.ok() && (*policy)->reads_keys()) {
+      out.detail = absl::StrFormat(
+          "%s scores from keys, which no bound of spec/arithmetic.md covers "
+          "below binary64 (spec/arithmetic.md#range), so the case is not "
+          "judged within precision", config.name);
+      return out;
+    }
     out.detail = absl::StrFormat(
         "the case's weights sum to up to %s, and %s's largest finite number is %s: "
         "its scores may overflow there (spec/arithmetic.md#range), so the case is "

@@ -36,6 +36,19 @@ std::vector<float> RandomRow(Rng& rng, size_t length) {
   return row;
 }
 
+// For a policy that reads keys (spec/tensors.md): `input` with keys of one
+// KV head and head_dim 2, signed entries, held in `storage`.
+StepInput WithKeys(const Policy& policy, StepInput input, Rng& rng,
+                   std::vector<float>& storage) {
+  if (!policy.reads_keys()) return input;
+  storage = RandomRow(rng, 2 * size_t{input.count});
+  for (size_t i = 0; i < storage.size(); i += 2) storage[i] = -storage[i];
+  input.keys = absl::MakeConstSpan(storage);
+  input.key_heads = 1;
+  input.head_dim = 2;
+  return input;
+}
+
 TEST(AllPolicies, ARefusedStepChangesNothing) {
   for (const PolicyInfo& info : RegisteredPolicies()) {
     auto refused = MakePolicy(SmallConfig(info.name));
@@ -52,16 +65,39 @@ TEST(AllPolicies, ARefusedStepChangesNothing) {
       std::vector<float> negative_row = row;
       std::vector<float> long_row = row;
       long_row.push_back(0.5f);
+      std::vector<float> keys;
+      const Policy& policy = **clean;
       std::vector<StepInput> bad = {
-          {next, 0, absl::MakeConstSpan(row)},
-          {next, 1, absl::MakeConstSpan(long_row)},
+          WithKeys(policy, {next, 0, absl::MakeConstSpan(row)}, rng, keys),
+          WithKeys(policy, {next, 1, absl::MakeConstSpan(long_row)}, rng, keys),
       };
-      if (next > 0) bad.push_back({next - 1, 1, absl::MakeConstSpan(row)});
+      if (next > 0) {
+        bad.push_back(
+            WithKeys(policy, {next - 1, 1, absl::MakeConstSpan(row)}, rng, keys));
+      }
       if (!row.empty()) {
         nan_row.back() = std::nanf("");
         negative_row.front() = -0.0f;
-        bad.push_back({next, 1, absl::MakeConstSpan(nan_row)});
-        bad.push_back({next, 1, absl::MakeConstSpan(negative_row)});
+        bad.push_back(
+            WithKeys(policy, {next, 1, absl::MakeConstSpan(nan_row)}, rng, keys));
+        bad.push_back(WithKeys(
+            policy, {next, 1, absl::MakeConstSpan(negative_row)}, rng, keys));
+      }
+      // Keys of the wrong length, or with a NaN, for a policy that reads
+      // them (spec/tensors.md#checks).
+      std::vector<float> short_keys;
+      std::vector<float> nan_keys;
+      if (policy.reads_keys()) {
+        StepInput short_input =
+            WithKeys(policy, {next, 1, absl::MakeConstSpan(row)}, rng, short_keys);
+        short_keys.pop_back();
+        short_input.keys = absl::MakeConstSpan(short_keys);
+        bad.push_back(short_input);
+        StepInput nan_input =
+            WithKeys(policy, {next, 1, absl::MakeConstSpan(row)}, rng, nan_keys);
+        nan_keys[1] = std::nanf("");
+        bad.push_back(nan_input);
+        bad.push_back({next, 1, absl::MakeConstSpan(row)});  // no keys
       }
       const size_t memory_before = (*refused)->MemoryBytes();
       for (const StepInput& input : bad) {
@@ -71,10 +107,14 @@ TEST(AllPolicies, ARefusedStepChangesNothing) {
       }
       const uint32_t count = step % 9 == 0 ? 3 : 1;
       const bool null_step = step % 5 == 4;
-      const StepInput good{next, count,
-                           null_step ? std::nullopt
-                                     : std::optional<absl::Span<const float>>(
-                                           absl::MakeConstSpan(row))};
+      std::vector<float> good_keys;
+      const StepInput good = WithKeys(
+          policy,
+          {next, count,
+           null_step ? std::nullopt
+                     : std::optional<absl::Span<const float>>(
+                           absl::MakeConstSpan(row))},
+          rng, good_keys);
       EXPECT_EQ((*refused)->MemoryBytes(), memory_before);
       const auto a = (*refused)->Step(good);
       const auto b = (*clean)->Step(good);
@@ -96,8 +136,9 @@ TEST(AllPolicies, VictimsAreAscendingOutsideTheRecentWindowWithinBudget) {
     for (int step = 0; step < 60; ++step) {
       const std::vector<float> row = RandomRow(rng, (*policy)->kept().size());
       const uint32_t count = 1 + static_cast<uint32_t>(rng.Uniform(3));
-      const auto victims =
-          (*policy)->Step({next, count, absl::MakeConstSpan(row)});
+      std::vector<float> keys;
+      const auto victims = (*policy)->Step(WithKeys(
+          **policy, {next, count, absl::MakeConstSpan(row)}, rng, keys));
       ASSERT_TRUE(victims.ok()) << victims.status();
       next += count;
       for (size_t i = 1; i < victims->size(); ++i) {

@@ -62,6 +62,7 @@ const PolicyEntry& TovaEntry();
 const PolicyEntry& SnapKvEntry();
 const PolicyEntry& RandomEntry();
 const PolicyEntry& OpenVinoEntry();
+const PolicyEntry& KnormEntry();
 
 }  // namespace policies
 }  // namespace kvspec

@@ -75,7 +75,8 @@ inline absl::Status CheckPrefillRules(const char* name,
                                   "recent_window %d",
                                   name, ratio_ppm, values.Get("recent_window")));
   }
-  if (has_recent_window && values.Get("adaptive") == 1) {
+  if (has_recent_window && values.Takes("adaptive") &&
+      values.Get("adaptive") == 1) {
     const bool window_outside =
         has_window_budget && values.Get("window_budget") == 1;
     if (values.Get("prefill_only") != 0 || ratio_ppm != 0 || window_outside) {

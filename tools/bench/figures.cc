@@ -18,6 +18,7 @@ namespace {
 std::vector<std::string> BoundedPolicies() {
   std::vector<std::string> names;
   for (const PolicyInfo& info : RegisteredPolicies()) {
+    if (ReadsKeys(info.name)) continue;  // the canonical trace has no keys
     for (const ParameterInfo& p : info.parameters) {
       if (p.name == "budget") names.push_back(info.name);
     }
@@ -435,6 +436,7 @@ std::string MassPlotSvg(const Figures& figures) {
   size_t colour = 0;
   double legend_y = top + 10;
   for (const PolicyInfo& info : RegisteredPolicies()) {
+    if (ReadsKeys(info.name)) continue;  // the canonical trace has no keys
     const char* c = kColors[colour++ % (sizeof(kColors) / sizeof(kColors[0]))];
     std::string points;
     std::vector<std::string> values;
@@ -467,7 +469,11 @@ std::string MassPlotSvg(const Figures& figures) {
 
 std::string MemoryPlotSvg(const Figures& figures) {
   const std::vector<uint32_t>& budgets = figures.config.budgets;
-  const std::vector<PolicyInfo>& policies = RegisteredPolicies();
+  // The policies the canonical trace runs: not those reading keys.
+  std::vector<PolicyInfo> policies;
+  for (const PolicyInfo& info : RegisteredPolicies()) {
+    if (!ReadsKeys(info.name)) policies.push_back(info);
+  }
   const int width = 640, height = 400;
   const double left = 70, right = 620, top = 60, bottom = 340;
   size_t most = 1;

@@ -154,6 +154,7 @@ absl::StatusOr<std::vector<HeadsRun>> MeasureHeads(const HeadsConfig& c,
   std::vector<std::pair<PolicyConfig, std::string>> plan;
   const int64_t budget = c.budget;
   for (const PolicyInfo& info : RegisteredPolicies()) {
+    if (ReadsKeys(info.name)) continue;  // the trace has no keys
     std::vector<Parameter> parameters;
     for (const ParameterInfo& p : info.parameters) {
       if (p.name == "budget") parameters.push_back({"budget", budget});

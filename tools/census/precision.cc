@@ -67,7 +67,7 @@ PrecisionCensus MeasurePrecision(
       const ErrorBound bound = JudgingBound(kCensusPrecisions[p], terms);
       // spec/arithmetic.md#robust-decisions: exact, or every decision apart.
       robust[p] = ExactAt(kCensusPrecisions[p], c.config, c.scenario) ||
-                  (InRange(kCensusPrecisions[p], bound, c.scenario) &&
+                  (InRange(kCensusPrecisions[p], bound, c.config, c.scenario) &&
                    std::all_of(decisions.begin(), decisions.end(), [&](const Decision& d) {
                     return Separated(bound, d.victim, d.survivor);
                   }));

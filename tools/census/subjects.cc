@@ -87,7 +87,9 @@ std::set<std::string> SpecSubjects(const std::string& harness_md) {
         "rule kv_heads query_heads", "range admit", "rule admit",
         "length attention", "length heads", "length queries", "length totals",
         "length total_rows", "value attention", "value heads", "value queries",
-        "value totals"}) {
+        "value totals",
+        // spec/tensors.md#checks (0.16.0).
+        "range head_dim", "rule head_dim trace", "length keys", "value keys"}) {
     subjects.insert(s);
   }
   return subjects;

@@ -393,6 +393,39 @@ void AddTotals(Draw& t, const std::vector<float>& pool, ScenarioStep& step,
   }
 }
 
+// spec/tensors.md: a key entry, from a few values so that equal norms are
+// common, signed, with -0.0 and an odd value now and then.
+float KeyEntry(Draw& k) {
+  if (k.P(70)) return k.Pick<float>({0.0f, 1.0f, -1.0f, 0.5f, 2.0f, -3.0f, 4.0f, -0.0f});
+  return k.UniformFloat() * 4.0f - 2.0f;
+}
+
+// Keys for every step of `s` (spec/tensors.md#the-fields), head_dim 1 to 4,
+// and now and then a fault of the keys' own (tensors.md#checks).
+void AddKeys(Draw& k, Scenario& s) {
+  const uint32_t dim = static_cast<uint32_t>(1 + k.U(4));
+  const uint32_t kv = s.kv_heads.value_or(1);
+  s.head_dim = dim;
+  for (ScenarioStep& step : s.steps) {
+    step.keys.assign(kv, std::vector<float>(uint64_t{step.admit} * dim));
+    for (std::vector<float>& list : step.keys) {
+      for (float& x : list) x = KeyEntry(k);
+    }
+  }
+  if (!k.P(2) || s.steps.empty()) return;
+  ScenarioStep& step = s.steps[k.U(s.steps.size())];
+  std::vector<float>& list = step.keys[k.U(step.keys.size())];
+  switch (k.U(6)) {
+    case 0: list.push_back(1.0f); break;           // one entry too many
+    case 1: step.keys.push_back(list); break;      // a list too many
+    case 2: s.head_dim = k.P(50) ? 0 : 1025; break;  // out of range
+    case 3: s.head_dim.reset(); break;             // keys without head_dim
+    default:
+      list[k.U(list.size())] = k.Pick<float>({std::numeric_limits<float>::quiet_NaN(),
+                                              -std::numeric_limits<float>::infinity()});
+  }
+}
+
 }  // namespace
 
 SearchCase GenerateCase(uint64_t seed, uint64_t index) {
@@ -417,9 +450,16 @@ SearchCase GenerateCase(uint64_t seed, uint64_t index) {
   plan.obs_window = static_cast<int64_t>(1 + d.U(8));
   plan.several_heads = query_heads > 1;
   c.policy = MakePolicyConfig(d, policy, plan);
+  // Keys (spec 0.16.0) and the policy that reads them come from a stream of
+  // their own, so that every other case is what it was before keys existed.
+  Draw k(Mix64(Mix64(seed ^ 0x6b657973ULL) ^ index));  // "keys"
+  const bool knorm = k.P(12);
+  if (knorm) c.policy = MakePolicyConfig(k, "knorm", plan);
 
-  if (d.P(6)) {
+  // A trace has no keys: a knorm case is given one rarely (refused).
+  if (d.P(6) && (!knorm || k.P(10))) {
     c.scenario = MakeTraceScenario(d, c.scenario);
+    if (knorm && k.P(50)) c.scenario.head_dim = 2;  // refused beside a trace
     return c;
   }
 
@@ -474,6 +514,7 @@ SearchCase GenerateCase(uint64_t seed, uint64_t index) {
     }
     first += step.admit;
   }
+  if (knorm ? !k.P(1) : k.P(5)) AddKeys(k, c.scenario);
   return c;
 }
 
@@ -484,6 +525,7 @@ uint64_t CaseSize(const SearchCase& c) {
   }
   size += c.scenario.query_heads.value_or(0) * 50 + c.scenario.kv_heads.value_or(0) * 20;
   if (c.scenario.trace.has_value()) size += 1000 + c.scenario.trace->steps * 100;
+  if (c.scenario.head_dim.has_value()) size += 10 + *c.scenario.head_dim;
   for (const ScenarioStep& step : c.scenario.steps) {
     size += 1000 + step.admit * 10;
     uint64_t weights = step.attention.has_value() ? step.attention->size() : 0;
@@ -491,6 +533,7 @@ uint64_t CaseSize(const SearchCase& c) {
     for (const auto& row : step.queries) weights += row.size();
     for (const auto& list : step.totals) weights += list.size();
     size += step.total_rows;
+    for (const auto& list : step.keys) size += list.size() * 2;
     size += weights + (step.attention.has_value() || !step.heads.empty() ||
                                !step.queries.empty()
                            ? 5
@@ -571,6 +614,14 @@ Scenario RemovePosition(const Scenario& s, size_t i, uint64_t k) {
     if (p < list.size()) list.erase(list.begin() + static_cast<ptrdiff_t>(p));
   }
   if (step.total_rows >= step.admit) step.total_rows = step.admit - 1;
+  // tensors.md#the-fields: the position's key under every KV head.
+  const uint64_t dim = s.head_dim.value_or(0);
+  for (auto& list : step.keys) {
+    if (dim > 0 && list.size() == uint64_t{step.admit} * dim) {
+      list.erase(list.begin() + static_cast<ptrdiff_t>(k * dim),
+                 list.begin() + static_cast<ptrdiff_t>((k + 1) * dim));
+    }
+  }
   step.admit -= 1;
   EraseFromLaterRows(out, i + 1, p);
   return out;
@@ -612,6 +663,19 @@ Scenario KeepHeads(const Scenario& s, const std::vector<size_t>& keep, uint32_t 
       std::vector<std::vector<double>> lists;
       for (size_t h : keep) lists.push_back(step.totals[h]);
       step.totals = std::move(lists);
+    }
+    // The keys of the kept query heads' KV heads, once each
+    // (tensors.md#what-a-policy-sees).
+    const size_t old_kv = s.kv_heads.value_or(1);
+    if (step.keys.size() == old_kv && old_kv > 0 && heads % old_kv == 0) {
+      std::vector<std::vector<float>> lists;
+      size_t last = old_kv;
+      for (size_t h : keep) {
+        const size_t g = h / (heads / old_kv);
+        if (g != last) lists.push_back(step.keys[g]);
+        last = g;
+      }
+      step.keys = std::move(lists);
     }
   }
   return out;
@@ -698,6 +762,34 @@ std::vector<SearchCase> ShrinkMoves(const SearchCase& c) {
     SearchCase seeded = c;
     seeded.policy.seed = 0;
     moves.push_back(seeded);
+  }
+  // Keys: none at all (for a policy that does not read them), then entries
+  // rounded to whole numbers.
+  if (!ReadsKeys(c.policy.name)) {
+    Scenario none = s;
+    none.head_dim.reset();
+    for (ScenarioStep& t : none.steps) t.keys.clear();
+    if (none.head_dim != s.head_dim ||
+        std::any_of(s.steps.begin(), s.steps.end(),
+                    [](const ScenarioStep& t) { return !t.keys.empty(); })) {
+      add(none);
+    }
+  }
+  if (s.head_dim.has_value() || std::any_of(s.steps.begin(), s.steps.end(),
+                                            [](const ScenarioStep& t) { return !t.keys.empty(); })) {
+    Scenario whole = s;
+    bool changed = false;
+    for (ScenarioStep& t : whole.steps) {
+      for (auto& list : t.keys) {
+        for (float& x : list) {
+          if (std::isfinite(x) && std::round(x) != x) {
+            x = std::round(x);
+            changed = true;
+          }
+        }
+      }
+    }
+    if (changed) add(whole);
   }
   // Rows: null attention, then simpler weights.
   for (size_t i = s.steps.size(); i-- > 0;) {
@@ -822,6 +914,7 @@ std::set<std::string> Tags(const SearchCase& c) {
     }
   }
   if (s.trace.has_value()) tags.insert(s.query_heads.value_or(1) > 1 ? "trace-heads" : "trace");
+  if (s.head_dim.has_value()) tags.insert("keys");
   bool decoded = false, prefilled = false;
   std::set<uint32_t> seen;
   std::set<uint32_t> near;

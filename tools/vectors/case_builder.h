@@ -104,6 +104,8 @@ void AddBlockScenarios(SuiteBuilder& b);     // cases_blocks.cc
 void AddBlockCases(SuiteBuilder& b);         // cases_blocks.cc
 void AddOpenVinoScenarios(SuiteBuilder& b);  // cases_openvino.cc
 void AddOpenVinoCases(SuiteBuilder& b);      // cases_openvino.cc
+void AddKnormScenarios(SuiteBuilder& b);     // cases_knorm.cc
+void AddKnormCases(SuiteBuilder& b);         // cases_knorm.cc
 void AddForeignParameterCases(SuiteBuilder& b);  // cases.cc
 
 }  // namespace build

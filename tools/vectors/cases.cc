@@ -83,6 +83,8 @@ Suite BuildSuite() {
   AddBlockCases(builder);
   AddOpenVinoScenarios(builder);
   AddOpenVinoCases(builder);
+  AddKnormScenarios(builder);
+  AddKnormCases(builder);
   AddForeignParameterCases(builder);
   for (CombinationCase& c : CombinationCases()) {  // combination_cases.h
     builder.Add(std::move(c.scenario));

@@ -47,6 +47,9 @@ const std::vector<FeatureInfo>& Features() {
        "whole blocks of positions evicted, as paged caches do: block (closed "
        "blocks past budget go, the open one stays) and block_score (a "
        "block's score: sum, mean, max)"},
+      {"tensors", "0.16.0", "tensors.md",
+       "keys in a scenario (Scenario.head_dim, Step.keys): their shape and "
+       "checks, and what a policy that reads them sees"},
   };
   return *features;
 }
@@ -108,6 +111,7 @@ std::string PolicySince(const std::string& policy) {
     if (policy == name) return "0.2.0";
   }
   if (policy == "openvino") return "0.14.0";
+  if (policy == "knorm") return "0.16.0";
   return "0.1.0";
 }
 
@@ -158,6 +162,14 @@ bool HasQueryRows(const v1::Scenario& scenario) {
   return false;
 }
 
+bool HasKeys(const v1::Scenario& scenario) {
+  if (scenario.has_head_dim()) return true;
+  for (const v1::Step& step : scenario.steps()) {
+    if (step.keys_size() > 0) return true;
+  }
+  return false;
+}
+
 bool HasTotals(const v1::Scenario& scenario) {
   for (const v1::Step& step : scenario.steps()) {
     if (step.totals_size() > 0 || step.total_rows() != 0) return true;
@@ -176,6 +188,7 @@ std::vector<std::string> CaseFeatures(const v1::PolicyConfig& policy,
   if (HasQueryRows(scenario)) needed.insert("prefill");
   // Totals travel beside query rows: a port reads them only with prefill.
   if (HasTotals(scenario)) needed.insert({"prefill", "totals"});
+  if (HasKeys(scenario)) needed.insert("tensors");
   for (const v1::Parameter& parameter : policy.parameters()) {
     if (const ParameterInfo* info = FindParameter(parameter.name())) {
       needed.insert(info->feature);

@@ -3,8 +3,8 @@
 `configure` and `make_policy` follow spec/harness.md#configuration;
 `run_scenario` runs a scenario (explicit steps, spec/harness.md#scenarios, or
 a generated trace, spec/trace.md), with one head or several (spec/heads.md),
-and returns an eviction log (spec/harness.md#eviction-log,
-spec/heads.md#the-eviction-log).
+with or without keys (spec/tensors.md), and returns an eviction log
+(spec/harness.md#eviction-log, spec/heads.md#the-eviction-log).
 """
 
 from __future__ import annotations
@@ -25,11 +25,12 @@ from .errors import (
     Subject,
 )
 from .f32 import weight_ok
-from .heads import check_head_counts, evict_shared, kept_sets
+from .heads import check_head_counts, evict_shared, kept_sets, sets_of
 from .policies import REGISTRY
 from .policies.base import MAX_POSITION, Policy, StepOutcome
 from .rng import Rng
 from . import trace as trace_mod
+from . import tensors
 from .blocks import check_block_relations
 from .triggers import check_trigger_relations
 
@@ -301,41 +302,58 @@ def _gather_prefill_heads(kept_after, prefill, totals, query_heads: int):
     return out
 
 
-def run_steps(policy: Policy, steps, log: EvictionLog, query_heads: int = 1, sets=None) -> None:
+def run_steps(policy: Policy, steps, log: EvictionLog, query_heads: int = 1, sets=None, *,
+              kv_heads: int = 1, head_dim: Optional[int] = None, key_sets=None) -> None:
     """Explicit steps: (admit, row or None, heads, queries[, totals,
-    total_rows]), spec/harness.md#refusals through a scenario. `heads`: the
+    total_rows[, keys]]), spec/harness.md#refusals through a scenario. `heads`: the
     rows of spec/heads.md#rows-per-head (a list of rows, empty when absent);
     `queries`: the query rows of spec/prefill.md#query-rows (empty when
     absent); `totals`, `total_rows`: the column totals of
     spec/prefill.md#column-totals (one list of a + c values per query head),
-    and R; a step without them may leave both out (empty, 0).
+    and R; a step without them may leave both out (empty, 0); `keys`: the
+    step's keys (spec/tensors.md#the-fields: one list of admit x head_dim
+    values per KV head), empty or left out when absent.
 
     With `sets` (a list of heads.KeptSet), the run is that of a policy that
-    reads attention over several heads; otherwise `policy` is the run's one
-    kept set.
+    reads attention over several heads; with `key_sets` (tensors.key_sets),
+    that of a policy that reads keys (spec/tensors.md#what-a-policy-sees);
+    otherwise `policy` is the run's one kept set. `kv_heads` and `head_dim`
+    (None when absent) are the scenario's, for the keys' checks.
     """
     first = 0
     for index, step in enumerate(steps):
         admit, row, heads, queries = step[:4]
         totals_given = step[4] if len(step) > 4 else ()
         total_rows = step[5] if len(step) > 5 else 0
+        keys_given = step[6] if len(step) > 6 else ()
         try:
             if admit < 1:
                 raise Refusal(POSITION, Subject("range", ("admit",)), f"step {index} admits no position")
             if first + admit - 1 > MAX_POSITION:
                 raise Refusal(POSITION, Subject("rule", ("admit",)), f"step {index}: positions run past 2^32 - 1")
             # Check 3: the rows' lengths, then the query rows' shape, then
-            # the column totals' shape; check 4: the rows' weights, then the
-            # query rows' weights, then the column totals
-            # (spec/harness.md#refusals, spec/prefill.md#their-checks).
+            # the column totals' shape, then the keys' shape; check 4: the
+            # rows' weights, then the query rows' weights, then the column
+            # totals, then the key entries (spec/harness.md#refusals,
+            # spec/prefill.md#their-checks, spec/tensors.md#checks).
             rows = _check_rows(index, first, row, heads, query_heads)
             prefill = _check_queries(index, first, admit, row, heads, queries, query_heads)
             totals = _check_totals(index, first, admit, queries, totals_given, total_rows, query_heads)
+            keys = tensors.check_keys(index, admit, keys_given, head_dim, kv_heads)
             _check_row_weights(index, rows, query_heads)
             _check_query_weights(index, prefill)
             _check_total_values(index, totals)
+            tensors.check_key_values(index, keys)
             chunk = range(first, first + admit)
-            if sets is None and policy.SUMS_HEADS:
+            if key_sets is not None:
+                # A policy that reads keys (knorm) and no attention: each
+                # kept set its KV heads' keys, ascending; query rows make
+                # the step a prefill step, nothing more
+                # (spec/tensors.md#what-a-policy-sees, #policies-that-read-keys).
+                m = None if prefill is None else prefill[0]
+                outcomes = [ks.step_keys(first, admit, keys[ks.kv_first:ks.kv_end], m) for ks in key_sets]
+                log.steps.append(outcomes[0] if len(outcomes) == 1 else StepOutcome([], 0, 0, [], outcomes))
+            elif sets is None and policy.SUMS_HEADS:
                 # One kept set reading every query head (openvino): each
                 # head's row, query rows and totals at the set's kept
                 # positions, head 0 first (spec/harness.md#what-a-policy-sees,
@@ -457,13 +475,16 @@ def run_trace_heads(policy: Policy, sets, tp: trace_mod.TraceParams, query_heads
 
 
 def run_scenario(name, parameters, seed, steps=None, trace_config=None,
-                 query_heads=None, kv_heads=None) -> EvictionLog:
+                 query_heads=None, kv_heads=None, head_dim=None) -> EvictionLog:
     """Run one configuration over one scenario.
 
     `steps`: list of (admit, row-or-None[, heads[, queries[, totals,
-    total_rows]]]) (a step without column totals may stop at `queries`); `trace_config`: a
+    total_rows[, keys]]]]) (a step without column totals may stop at
+    `queries`, one without keys at `total_rows`); `trace_config`: a
     TraceConfig proto (or None). Both given is INVALID_TRACE. `query_heads`,
-    `kv_heads`: the scenario's head counts, None when absent (1).
+    `kv_heads`: the scenario's head counts, None when absent (1);
+    `head_dim`: the length of its keys, None when absent (a scenario
+    without keys, spec/tensors.md#the-fields).
     """
     log = EvictionLog()
     # (admit, row) is (admit, row, no heads, no query rows); a step with
@@ -483,6 +504,9 @@ def run_scenario(name, parameters, seed, steps=None, trace_config=None,
         hq = 1 if query_heads is None else query_heads
         hkv = 1 if kv_heads is None else kv_heads
         check_head_counts(hq, hkv)
+        # Then its head_dim, and whether the policy's keys are there
+        # (spec/tensors.md#checks, 1).
+        tensors.check_scenario_keys(head_dim, trace_config is not None, cls.READS_KEYS)
         # 3. a trace's parameters.
         gen = None
         if trace_config is not None:
@@ -491,7 +515,12 @@ def run_scenario(name, parameters, seed, steps=None, trace_config=None,
     except Refusal as r:
         log.rejection = (r.category, -1, r.message, r.subject)
         return log
-    if gen is not None and hq == 1:
+    if cls.READS_KEYS:
+        # Never a trace: a trace with head_dim, or a policy that reads keys
+        # without it, is refused above.
+        run_steps(None, steps, log, hq, kv_heads=hkv, head_dim=head_dim,
+                  key_sets=key_sets(cls, values, hq, hkv, head_dim))
+    elif gen is not None and hq == 1:
         run_trace(policy, gen, tp.steps, log)
     elif gen is not None:
         sets = None
@@ -500,7 +529,19 @@ def run_scenario(name, parameters, seed, steps=None, trace_config=None,
         run_trace_heads(policy, sets, tp, hq, log)
     elif hq > 1 and cls.READS_ATTENTION:
         sets = kept_sets(cls, values, hq, hkv)
-        run_steps(None, steps, log, hq, sets)
+        run_steps(None, steps, log, hq, sets, kv_heads=hkv, head_dim=head_dim)
     else:
-        run_steps(policy, steps, log, hq)
+        run_steps(policy, steps, log, hq, kv_heads=hkv, head_dim=head_dim)
     return log
+
+
+def key_sets(cls, values: dict, query_heads: int, kv_heads: int, head_dim: int) -> list:
+    """The kept sets of a policy that reads keys, in set order: one per
+    `granularity` unit (spec/heads.md#kept-sets), each a policy object
+    holding its own kept positions and the scores of the KV heads it covers
+    (spec/policies/knorm.md#several-kv-heads). With one query head, one set."""
+    out = []
+    for h0, h1 in sets_of(values["granularity"], query_heads, kv_heads):
+        kv0, kv1 = tensors.kv_range(h0, h1, query_heads, kv_heads)
+        out.append(cls(values, None, kv_first=kv0, kv_end=kv1, head_dim=head_dim))
+    return out

@@ -19,7 +19,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from .errors import INVALID_HEADS, Refusal, Subject
-from .policies.base import StepOutcome, rank
+from .policies.base import StepOutcome, combine, rank  # noqa: F401 (combine: heads' rule)
 from .blocks import blocks_to_evict, rank_blocks
 from .prefill import step_budget
 from .triggers import Trigger
@@ -64,30 +64,6 @@ def sets_of(granularity: int, query_heads: int, kv_heads: int) -> List[Tuple[int
     if granularity == QUERY_HEAD:
         return [(s, s + 1) for s in range(query_heads)]
     raise ValueError(f"granularity {granularity}")  # refused by its range before
-
-
-def combine(scores: Sequence[np.ndarray], aggregation: int) -> np.ndarray:
-    """The combined score per slot (spec/heads.md#combining-heads-at-ranking-time).
-
-    `scores[h]`: head h's binary64 score per kept slot, heads in ascending
-    order. Elementwise over slots; across heads an explicit loop in head order.
-    """
-    m = len(scores)
-    if aggregation == MAX:
-        # A maximum selects one operand exactly; scores are never NaN.
-        out = scores[0]
-        for x in scores[1:]:
-            out = np.maximum(out, x)
-        return out
-    s = np.zeros(len(scores[0]), dtype=np.float64)  # starting from +0.0
-    for x in scores:  # ((0.0 + x_0) + x_1) + ... + x_{m-1}
-        s = s + x
-    if aggregation == SUM:
-        return s
-    if aggregation == MEAN:
-        # One correctly rounded binary64 division by m (exact as a binary64).
-        return s / np.float64(m)
-    raise ValueError(f"aggregation {aggregation}")
 
 
 def floor_of(budget: int, safeguard_permille: int) -> int:

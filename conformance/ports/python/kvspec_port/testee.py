@@ -119,18 +119,26 @@ def handle_request(req) -> "cpb.PortMessage":
             )
             # spec/prefill.md#column-totals: `totals` (field 5, one
             # ColumnTotals per query head, its `sums` binary64) and
-            # `total_rows` (field 6), only on a step that has either (a
-            # step without them stays the 4-tuple run_scenario reads).
-            + (([list(t.sums) for t in st.totals], st.total_rows) if len(st.totals) or st.total_rows else ())
+            # `total_rows` (field 6), only on a step that has either or
+            # keys (a step with none of them stays the 4-tuple
+            # run_scenario reads; one with keys alone carries [], 0).
+            + (([list(t.sums) for t in st.totals], st.total_rows) if len(st.totals) or st.total_rows
+               or len(st.keys) else ())
+            # spec/tensors.md#the-fields: `keys` (field 7, one HeadVectors
+            # per KV head, its binary32 `values` exact as Python floats),
+            # only on a step that has them.
+            + (([list(k.values) for k in st.keys],) if len(st.keys) else ())
             for st in sc.steps
         ]
         trace_config = sc.trace if sc.HasField("trace") else None
         # spec/heads.md#head-counts: an absent count is 1 (None here).
         query_heads = sc.query_heads if sc.HasField("query_heads") else None
         kv_heads = sc.kv_heads if sc.HasField("kv_heads") else None
+        # spec/tensors.md#the-fields: present makes the scenario one with keys.
+        head_dim = sc.head_dim if sc.HasField("head_dim") else None
         params = [(p.name, p.value) for p in req.policy.parameters]
         elog = run_scenario(req.policy.name, params, req.policy.seed, steps, trace_config,
-                            query_heads, kv_heads)
+                            query_heads, kv_heads, head_dim)
         resp.log.CopyFrom(to_proto_log(elog, req.want_cut))
     except Exception:  # a bug of the port, not a spec refusal
         resp.error.message = traceback.format_exc()

@@ -235,9 +235,10 @@ def _():
 
     original = harness.run_steps
 
-    def run_steps(policy, steps, log, query_heads=1, sets=None):
-        if query_heads != 1:
-            return original(policy, steps, log, query_heads, sets)
+    def run_steps(policy, steps, log, query_heads=1, sets=None, **keys):
+        # Scenarios with keys (spec/tensors.md) as the port runs them.
+        if query_heads != 1 or keys.get("head_dim") is not None or any(len(st) > 6 for st in steps):
+            return original(policy, steps, log, query_heads, sets, **keys)
         first = 0
         for index, (admit, row, _heads, queries) in enumerate(steps):
             try:
@@ -400,10 +401,11 @@ def _():
         return None if row is None else [0.0 if 0.0 < w < tiny else w for w in row]
     original = harness.run_steps
 
-    def run_steps(policy, steps, log, query_heads=1, sets=None):
-        flushed = [(admit, flush(row), [flush(r) for r in heads], [flush(r) for r in queries])
-                   for admit, row, heads, queries in steps]
-        return original(policy, flushed, log, query_heads, sets)
+    def run_steps(policy, steps, log, query_heads=1, sets=None, **keys):
+        # A step's column totals and keys (its fields after the query rows) as given.
+        flushed = [(st[0], flush(st[1]), [flush(r) for r in st[2]], [flush(r) for r in st[3]]) + tuple(st[4:])
+                   for st in steps]
+        return original(policy, flushed, log, query_heads, sets, **keys)
     harness.run_steps = run_steps
 
 

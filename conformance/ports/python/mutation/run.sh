@@ -68,9 +68,6 @@ prepare() {  # a fresh work copy of the port in $1
   # precision.py is the build option of lower precision (spec 0.15.0): the
   # vectors run the port in binary64, where its rounding is never reached;
   # tests/test_precision.py and precision_check.sh test it instead.
-  # elementary.py (spec/elementary.md's exp and log) is used by no card yet,
-  # so no vector reaches it; tests/test_elementary.py tests it. Drop it from
-  # the list when a vector does.
   cat > "$1/setup.cfg" <<'CFG'
 [mutmut]
 source_paths = kvspec_port/
@@ -79,7 +76,6 @@ do_not_mutate =
     kvspec_port/proto.py
     kvspec_port/__main__.py
     kvspec_port/precision.py
-    kvspec_port/elementary.py
 use_git_change_detection = false
 CFG
   cat > "$1/pyproject.toml" <<'CFG'

@@ -12,6 +12,7 @@ use crate::heads::HeadCounts;
 use crate::pb::kvspec::conformance::v1 as conf;
 use crate::pb::kvspec::v1 as kv;
 use crate::registry::REGISTRY;
+use crate::tensors;
 use crate::trace::TraceParams;
 
 /// Largest frame this port accepts (the runner's default cap).
@@ -121,9 +122,9 @@ fn config_rejection(refusal: &Refusal) -> kv::EvictionLog {
 }
 
 /// Run one request, in the order of spec/harness.md#refusals: the policy
-/// configuration, then the scenario's shape (steps and a trace) and its head
-/// counts, then the trace's parameters (all refusals at step -1), then the
-/// steps.
+/// configuration, then the scenario's shape (steps and a trace), its head
+/// counts and its `head_dim` (spec/tensors.md#checks), then the trace's
+/// parameters (all refusals at step -1), then the steps.
 pub fn handle_request(req: &conf::Request) -> conf::Response {
     let seq = req.seq;
     let result = run_request(req);
@@ -140,9 +141,10 @@ fn run_request(req: &conf::Request) -> conf::response::Result {
     let sc = req.scenario.as_ref().unwrap_or(&empty);
     // The configuration first: a refused configuration is step -1 whatever
     // the scenario holds.
-    if let Err(refusal) = crate::registry::build(&policy.name, &params, policy.seed) {
-        return R::Log(config_rejection(&refusal));
-    }
+    let reads_keys = match crate::registry::build(&policy.name, &params, policy.seed) {
+        Ok(built) => built.reads_keys(),
+        Err(refusal) => return R::Log(config_rejection(&refusal)),
+    };
     if sc.trace.is_some() && !sc.steps.is_empty() {
         return R::Log(config_rejection(&Refusal::new(
             Category::InvalidTrace,
@@ -154,6 +156,11 @@ fn run_request(req: &conf::Request) -> conf::response::Result {
         Ok(h) => h,
         Err(r) => return R::Log(config_rejection(&r)),
     };
+    // spec/tensors.md#checks (1): head_dim's range, beside a trace, and
+    // missing for a policy that reads keys.
+    if let Err(r) = tensors::check_scenario(sc.head_dim, sc.trace.is_some(), reads_keys) {
+        return R::Log(config_rejection(&r));
+    }
     let scenario = match &sc.trace {
         Some(tc) => match TraceParams::from_config(tc) {
             Ok(p) => Scenario::Trace(p),
@@ -170,11 +177,13 @@ fn run_request(req: &conf::Request) -> conf::response::Result {
                     // spec/prefill.md#column-totals: fields 5 and 6.
                     totals: s.totals.iter().map(|t| t.sums.clone()).collect(),
                     total_rows: s.total_rows,
+                    // spec/tensors.md#the-fields: field 7.
+                    keys: s.keys.iter().map(|k| k.values.clone()).collect(),
                 })
                 .collect(),
         ),
     };
-    let log = harness::run_scenario_with_heads(&policy.name, &params, policy.seed, heads, &scenario);
+    let log = harness::run_scenario_with_keys(&policy.name, &params, policy.seed, heads, sc.head_dim, &scenario);
     R::Log(log_to_pb(&log, req.want_cut))
 }
 
@@ -206,6 +215,7 @@ mod tests {
                 trace: Some(kv::TraceConfig { steps: Some(4), ..Default::default() }),
                 query_heads: None,
                 kv_heads: None,
+                head_dim: None,
             }),
             want_cut: false,
         };
@@ -237,6 +247,7 @@ mod tests {
             trace: None,
             query_heads: q,
             kv_heads: kv,
+            head_dim: None,
         }
     }
 
@@ -266,6 +277,7 @@ mod tests {
             trace: Some(tc),
             query_heads: q,
             kv_heads: kv,
+            head_dim: None,
         };
         let no_steps = kv::TraceConfig::default();
         assert_eq!(rejection_of(window(2), traced(Some(0), None, no_steps)), Some((heads, -1)));
@@ -402,6 +414,7 @@ mod tests {
             trace: None,
             query_heads: Some(2),
             kv_heads: None,
+            head_dim: None,
         };
         let mut req = conf::Request { seq: 1, case_id: "x".into(), policy: Some(h2o), scenario: Some(scenario), want_cut: true };
         let Some(conf::response::Result::Log(log)) = handle_request(&req).result else { panic!() };
@@ -422,12 +435,12 @@ mod tests {
     #[test]
     fn hello_lists_every_policy_in_registry_order() {
         // spec/README.md#policies; spec 0.14.0 adds `openvino`, after
-        // `random`.
+        // `random`; spec 0.16.0 `knorm`, after `openvino`.
         let hello = hello_reply();
-        assert_eq!(hello.spec_version, "0.15.0");
+        assert_eq!(hello.spec_version, "0.16.0");
         assert_eq!(
             hello.policies,
-            ["full", "window", "streamingllm", "h2o", "tova", "snapkv", "random", "openvino"].map(String::from)
+            ["full", "window", "streamingllm", "h2o", "tova", "snapkv", "random", "openvino", "knorm"].map(String::from)
         );
     }
 
@@ -436,14 +449,15 @@ mod tests {
         // spec/spans.md#the-log: with spans 1 each step carries its spans
         // and held set whatever want_cut; the hello declares the feature.
         assert!(hello_reply().features.iter().any(|f| f == "spans"));
-        assert_eq!(hello_reply().spec_version, "0.15.0");
+        assert_eq!(hello_reply().spec_version, "0.16.0");
         // spec 0.9.0: "contextshift" right after "spans"; spec 0.10.0:
         // "totals" after it; spec 0.12.0: "triggers"; spec 0.13.0:
-        // "blocks", last (spec/features.md#the-list).
+        // "blocks"; spec 0.16.0: "tensors", last
+        // (spec/features.md#the-list).
         let features = hello_reply().features;
         let at = features.iter().position(|f| f == "spans").unwrap();
         assert_eq!(features.get(at + 1).map(String::as_str), Some("contextshift"));
-        assert_eq!(features[at + 2..], ["totals".to_string(), "triggers".to_string(), "blocks".to_string()]);
+        assert_eq!(features[at + 2..], ["totals", "triggers", "blocks", "tensors"].map(String::from));
         let param = |name: &str, value| kv::Parameter { name: name.into(), value };
         let policy = kv::PolicyConfig {
             name: "streamingllm".into(),
@@ -457,6 +471,7 @@ mod tests {
             trace: None,
             query_heads: None,
             kv_heads: None,
+            head_dim: None,
         };
         let req = conf::Request { seq: 1, case_id: "x".into(), policy: Some(policy), scenario: Some(scenario), want_cut: false };
         let Some(conf::response::Result::Log(log)) = handle_request(&req).result else { panic!() };

@@ -3,10 +3,10 @@
 //! has. Above `policies`, so that `policies/mod.rs` holds only what its
 //! policies share and imports none of them.
 use crate::error::{Category, Check, Refusal, Result, Subject};
-use crate::policies::{full, h2o, openvino, random, snapkv, streamingllm, tova, window, Policy};
+use crate::policies::{full, h2o, knorm, openvino, random, snapkv, streamingllm, tova, window, Policy};
 
 /// Registry order (spec/README.md#policies).
-pub const REGISTRY: [&str; 8] = ["full", "window", "streamingllm", "h2o", "tova", "snapkv", "random", "openvino"];
+pub const REGISTRY: [&str; 9] = ["full", "window", "streamingllm", "h2o", "tova", "snapkv", "random", "openvino", "knorm"];
 
 /// Build a policy from its registry name, parameters and Rng seed
 /// (spec/harness.md#configuration). Check 1: the name is registered.
@@ -20,6 +20,7 @@ pub fn build(name: &str, params: &[(String, i64)], seed: u64) -> Result<Box<dyn 
         "snapkv" => Ok(Box::new(snapkv::SnapKv::configure(params)?)),
         "random" => Ok(Box::new(random::Random::configure(params, seed)?)),
         "openvino" => Ok(Box::new(openvino::OpenVino::configure(params)?)),
+        "knorm" => Ok(Box::new(knorm::Knorm::configure(params)?)),
         _ => Err(Refusal::new(
             Category::UnknownPolicy,
             Subject::new(Check::Unknown, &["name"]),

@@ -9,6 +9,7 @@ from .tova import TovaPolicy
 from .snapkv import SnapKvPolicy
 from .random import RandomPolicy
 from .openvino import OpenVinoPolicy
+from .knorm import KnormPolicy
 
 REGISTRY = {
     cls.NAME: cls
@@ -21,11 +22,14 @@ REGISTRY = {
         SnapKvPolicy,
         RandomPolicy,
         OpenVinoPolicy,
+        KnormPolicy,
     )
 }
 
 # A build of lower precision (KVSPEC_PORT_PRECISION, ../precision.py):
-# h2o and tova read their weights in it and keep their scores in it.
+# h2o and tova read their weights in it and keep their scores in it. knorm's
+# scores come from keys, never from weights: it is not wrapped and computes in
+# binary64 in every build (a build of lower precision does not list it).
 from .. import precision as _precision  # noqa: E402
 
 if _precision.LOWER:

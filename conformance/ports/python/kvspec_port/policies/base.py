@@ -67,6 +67,10 @@ class Policy:
     # harness calls its `step_heads` with every head's rows gathered at the
     # set's kept positions. Not READS_ATTENTION: no `granularity`.
     SUMS_HEADS = False
+    # spec/tensors.md#policies-that-read-keys: a policy that reads a
+    # scenario's keys (`knorm`) and no attention; the harness builds its
+    # kept sets with `tensors.key_sets` and hands each its KV heads' keys.
+    READS_KEYS = False
 
     def __init__(self, params: dict, rng) -> None:
         # Parameters absent from `params` take their defaults (a policy built
@@ -96,6 +100,14 @@ class Policy:
         after admission, over the step's last `total_rows` queries
         (spec/prefill.md#column-totals).
         """
+        return self.step_unchecked(first, count, attention,
+                                   self.check_direct(first, count, attention, queries, totals, total_rows))
+
+    def check_direct(self, first: int, count: int, attention, queries=None, totals=None,
+                     total_rows: int = 0):
+        """The checks of a direct call (`step`), in order; raises Refusal.
+        Returns the step's prefill argument of `step_unchecked`: None (a
+        decode step), (m, rows) or (m, rows, (total_rows, totals))."""
         # spec/harness.md#refusals, "Called directly".
         if count < 1:
             raise Refusal(
@@ -161,7 +173,7 @@ class Policy:
                 i = int(np.argmax(bad))  # from index 0 up
                 raise Refusal(ATTENTION_VALUE, Subject("value", ("totals",)), f"column total {i} is {sums[i]!r}")
             prefill = prefill + ((total_rows, sums),)
-        return self.step_unchecked(first, count, attention, prefill)
+        return prefill
 
     def step_unchecked(self, first: int, count: int, attention, prefill=None) -> StepOutcome:
         """One step. `prefill`: None for a decode step; for a prefill step
@@ -406,3 +418,30 @@ def rank(scores, kept: List[int], k: int, m: int):
     cut = [(kept[i], float(scores[i])) for i in ranked]
     victims = sorted(kept[i] for i in victim_slots)
     return victim_slots, victims, cut
+
+
+# spec/heads.md#combining-heads-at-ranking-time: `aggregation` 0 mean, 1 max,
+# 2 sum. Here, not in heads.py, so that a policy (knorm combines its KV
+# heads) can use it without importing heads, which imports the policies.
+def combine(scores: Sequence[np.ndarray], aggregation: int) -> np.ndarray:
+    """The combined score per slot (spec/heads.md#combining-heads-at-ranking-time).
+
+    `scores[h]`: head h's binary64 score per kept slot, heads in ascending
+    order. Elementwise over slots; across heads an explicit loop in head order.
+    """
+    m = len(scores)
+    if aggregation == 1:  # max
+        # A maximum selects one operand exactly; scores are never NaN.
+        out = scores[0]
+        for x in scores[1:]:
+            out = np.maximum(out, x)
+        return out
+    s = np.zeros(len(scores[0]), dtype=np.float64)  # starting from +0.0
+    for x in scores:  # ((0.0 + x_0) + x_1) + ... + x_{m-1}
+        s = s + x
+    if aggregation == 2:  # sum
+        return s
+    if aggregation == 0:  # mean
+        # One correctly rounded binary64 division by m (exact as a binary64).
+        return s / np.float64(m)
+    raise ValueError(f"aggregation {aggregation}")

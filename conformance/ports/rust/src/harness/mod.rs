@@ -1,9 +1,9 @@
 //! The harness (spec/harness.md): the decode loop every policy runs in, over
 //! one kept set or several (spec/heads.md), with prefill steps
-//! (spec/prefill.md) and spans (spec/spans.md). This file only declares the
-//! files below, which hold the rules by job, and re-exports their public items
-//! (`crate::harness::X`). Each file imports only files listed before it, and
-//! none imports this one:
+//! (spec/prefill.md), spans (spec/spans.md) and keys (spec/tensors.md).
+//! This file only declares the files below, which hold the rules by job, and
+//! re-exports their public items (`crate::harness::X`). Each file imports
+//! only files listed before it, and none imports this one:
 //!
 //! - `log.rs`: the eviction log's records (spec/harness.md#eviction-log,
 //!   spec/heads.md#the-eviction-log, spec/spans.md#the-log);
@@ -31,7 +31,7 @@ mod several_sets;
 pub use log::{EvictionLog, Rejection, StepRecord};
 pub use one_set::{Engine, KeptSet};
 pub use refusals::{total_accepted, weight_accepted, MAX_POSITION};
-pub use run::{run_scenario, run_scenario_with_heads};
+pub use run::{run_scenario, run_scenario_with_heads, run_scenario_with_keys};
 pub use scenario::{Scenario, ScenarioStep};
 pub use several_sets::Layer;
 

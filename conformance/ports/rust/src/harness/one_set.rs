@@ -2,7 +2,8 @@
 //! (spec/harness.md#the-decode-step): record what each covered head sees
 //! (spec/harness.md#what-a-policy-sees, spec/heads.md#what-each-head-records;
 //! at a prefill step its query rows and column totals,
-//! spec/prefill.md#what-a-policy-sees); make room before admission with
+//! spec/prefill.md#what-a-policy-sees), or each covered KV head's keys of
+//! the admitted positions (spec/tensors.md#what-a-policy-sees); make room before admission with
 //! `evict_at` or the context shift (spec/spans.md#when-room-is-made,
 //! spec/spans.md#context-shift); admit (spec/harness.md#chunked-admission) and
 //! log the spans (spec/spans.md#the-log); evict down to the step budget
@@ -23,18 +24,25 @@ use crate::heads::{combine, Aggregation};
 use crate::policies::{rank, Policy, QueryRows, Selection};
 use crate::prefill::Totals;
 use crate::spans::{held_runs, query_spans};
+use crate::tensors::StepKeys;
 use crate::triggers::Trigger;
 
 /// A kept set (spec/heads.md#kept-sets): kept positions with their own
 /// budget, protected positions and victims, and one policy state per query
-/// head it covers (for a policy that reads attention) or one state for the
-/// whole set (for the others).
+/// head it covers (for a policy that reads attention), one per KV head it
+/// covers (for a policy that reads keys, spec/tensors.md#what-a-policy-sees)
+/// or one state for the whole set (for the others).
 pub struct KeptSet {
     pub(super) kept: Vec<u32>,
     /// The query heads the set covers, ascending.
     heads: Vec<usize>,
+    /// The KV heads the set covers, ascending: those of its query heads
+    /// (query head `h` belongs to KV head `h / G`).
+    kv_heads: Vec<usize>,
     /// One state per covered head (`states[i]` is head `heads[i]`'s) for a
-    /// policy that reads attention; a single state otherwise.
+    /// policy that reads attention; one per covered KV head (`states[i]` is
+    /// KV head `kv_heads[i]`'s) for a policy that reads keys; a single
+    /// state otherwise.
     states: Vec<Box<dyn Policy>>,
     /// How the heads' scores combine (default `mean` for the policies that
     /// do not read attention, where there is nothing to combine).
@@ -45,25 +53,42 @@ pub struct KeptSet {
 }
 
 impl KeptSet {
-    /// A set covering `heads`, with `states` as above.
-    pub(super) fn new(heads: Vec<usize>, states: Vec<Box<dyn Policy>>, aggregation: Aggregation) -> Self {
+    /// A set covering the query heads `heads` of groups of `group` (`G =
+    /// Hq / Hkv`), with `states` as above.
+    pub(super) fn new(heads: Vec<usize>, group: usize, states: Vec<Box<dyn Policy>>, aggregation: Aggregation) -> Self {
         assert!(!states.is_empty());
         let trigger = Trigger::new(states[0].trigger_options(), states[0].budget());
-        KeptSet { kept: Vec::new(), heads, states, aggregation, trigger }
+        let mut kv_heads: Vec<usize> = heads.iter().map(|&h| h / group).collect();
+        kv_heads.dedup();
+        KeptSet { kept: Vec::new(), heads, kv_heads, states, aggregation, trigger }
     }
 
     /// The one-head set of a single-head policy.
     pub fn single(policy: Box<dyn Policy>) -> Self {
         let aggregation = policy.head_options().map_or(Aggregation::Mean, |o| o.aggregation);
-        KeptSet::new(vec![0], vec![policy], aggregation)
+        KeptSet::new(vec![0], 1, vec![policy], aggregation)
     }
 
     pub fn kept(&self) -> &[u32] {
         &self.kept
     }
 
+    /// Is the set handed its heads' rows and query rows? A policy that
+    /// reads keys reads no attention (spec/tensors.md#policies-that-read-keys).
     pub(super) fn reads_attention(&self) -> bool {
+        self.ranks_by_scores() && !self.states[0].reads_keys()
+    }
+
+    /// Is the set score-based, ranking its heads' combined `scores`
+    /// (`h2o`, `tova`, `snapkv`, `openvino`, `knorm`)? The others choose
+    /// their victims (`Policy::choose_victims`, `Policy::choose_blocks`).
+    pub(super) fn ranks_by_scores(&self) -> bool {
         self.states[0].head_options().is_some() || self.states[0].reads_every_head()
+    }
+
+    /// Does the set read keys (spec/tensors.md#policies-that-read-keys)?
+    pub(super) fn reads_keys(&self) -> bool {
+        self.states[0].reads_keys()
     }
 
     /// The state that records covered head `i` (the `i`-th of `heads`):
@@ -118,6 +143,21 @@ impl KeptSet {
                 rows = rows.with_totals(&t.sums[h], t.rows);
             }
             self.states[s].record_queries(&rows);
+        }
+    }
+
+    /// Hand each covered KV head's keys of the step's admitted positions,
+    /// in ascending KV head order, to its state, after admission
+    /// (spec/tensors.md#what-a-policy-sees). A set that reads no keys is
+    /// handed nothing; a scenario without keys (`None`) hands nothing.
+    pub(super) fn record_keys(&mut self, keys: Option<StepKeys>) {
+        let Some(keys) = keys else { return };
+        if !self.reads_keys() {
+            return;
+        }
+        debug_assert_eq!(self.states.len(), self.kv_heads.len());
+        for (state, &g) in self.states.iter_mut().zip(&self.kv_heads) {
+            state.record_keys(keys.head(g), keys.head_dim);
         }
     }
 
@@ -199,7 +239,7 @@ impl KeptSet {
             let counted = self.states[0].counted(n, prefill) as u64;
             if counted > budget {
                 let k = (counted - budget) as usize;
-                let sel = if self.reads_attention() {
+                let sel = if self.ranks_by_scores() {
                     rank(&self.kept, &self.combined_scores(prefill), self.candidates(prefill), k)
                 } else {
                     self.states[0].choose_victims(&self.kept, k)
@@ -228,7 +268,7 @@ impl KeptSet {
             return;
         }
         let candidates = blocks.candidate_blocks(self.states[0].sinks_kept(), self.candidates(prefill));
-        let sel = if self.reads_attention() {
+        let sel = if self.ranks_by_scores() {
             let (victims, cut) = blocks.rank(&self.combined_scores(prefill), candidates, k);
             Selection { victims, cut }
         } else {

@@ -1,16 +1,18 @@
 //! The checks of one step of a scenario, in the order of
 //! spec/harness.md#refusals (check 4): its positions
 //! (spec/harness.md#positions), then the shape of its rows
-//! (spec/heads.md#rows-per-head), of its query rows (spec/prefill.md#checks)
-//! and of its column totals (spec/prefill.md#their-checks), then their values
+//! (spec/heads.md#rows-per-head), of its query rows (spec/prefill.md#checks),
+//! of its column totals (spec/prefill.md#their-checks) and of its keys
+//! (spec/tensors.md#checks), then their values
 //! (spec/harness.md#attention-weights); and what a checked step carries
-//! (`StepRows`). A direct `Policy::Step` has its own list of checks
+//! (`StepRows`, with its keys in `CheckedStep`). A direct `Policy::Step` has its own list of checks
 //! (`Engine::step`, `one_set.rs`), which takes `MAX_POSITION` and the weight
 //! check from here.
 
 use super::scenario::ScenarioStep;
 use crate::error::{Category, Check, Refusal, Result, Subject};
 use crate::prefill::Totals;
+use crate::tensors::{check_keys_shape, check_keys_values, StepKeys};
 
 /// The highest position (spec/harness.md#positions).
 pub const MAX_POSITION: u64 = u32::MAX as u64;
@@ -64,33 +66,56 @@ pub(super) enum StepRows<'a> {
     Queries { rows: Vec<&'a [f32]>, totals: Option<Totals<'a>> },
 }
 
-/// The checks of spec/harness.md#refusals for one step of a scenario with
-/// `hq` query heads, in order (spec/heads.md#rows-per-head,
-/// spec/prefill.md#checks, spec/prefill.md#their-checks): the positions;
+/// A checked step: what it carries for the policies that read attention
+/// (`rows`), and its keys in a scenario with keys
+/// (spec/tensors.md#what-a-policy-sees; `None` in one without).
+#[derive(Debug)]
+pub(super) struct CheckedStep<'a> {
+    pub(super) rows: StepRows<'a>,
+    pub(super) keys: Option<StepKeys<'a>>,
+}
+
+/// What a step's checks need of the scenario: `hq` query heads, `hkv` KV
+/// heads and `head_dim` (`None`: a scenario without keys).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct StepShape {
+    pub(super) hq: usize,
+    pub(super) hkv: u32,
+    pub(super) head_dim: Option<u32>,
+}
+
+/// The checks of spec/harness.md#refusals for one step of a scenario of
+/// `shape`, in order (spec/heads.md#rows-per-head, spec/prefill.md#checks,
+/// spec/prefill.md#their-checks, spec/tensors.md#checks): the positions;
 /// then the rows (their number, then each row's length, head 0 first),
-/// then the query rows' shape, then the column totals' shape; then every
-/// weight of every row (head 0 first, index 0 up), then every weight of
-/// every query row, then every column total. Returns what the step
-/// carries.
-pub(super) fn check_explicit_step(first: u64, step: &ScenarioStep, hq: usize) -> Result<StepRows<'_>> {
+/// then the query rows' shape, then the column totals' shape, then the
+/// keys' shape; then every weight of every row (head 0 first, index 0 up),
+/// then every weight of every query row, then every column total, then
+/// every key entry. Returns what the step carries.
+pub(super) fn check_explicit_step(first: u64, step: &ScenarioStep, shape: StepShape) -> Result<CheckedStep<'_>> {
+    let hq = shape.hq;
     if step.admit == 0 {
         return Err(Refusal::position(Check::Range, "a step must admit at least one position"));
     }
     if first + (step.admit as u64 - 1) > MAX_POSITION {
         return Err(Refusal::position(Check::Rule, "positions run past 2^32 - 1"));
     }
-    // Check 3: the rows' shape, the query rows', then the totals'.
+    // Check 3: the rows' shape, the query rows', the totals', then the
+    // keys'.
     let rows = check_rows_shape(first, step, hq)?;
     let has_queries = !step.queries.is_empty();
     if has_queries {
         check_queries_shape(first, step, hq)?;
     }
     let has_totals = check_totals_shape(first, step, hq)?;
-    // Check 4: the rows' weights, the query rows', then the totals.
+    check_keys_shape(&step.keys, step.admit, shape.hkv, shape.head_dim)?;
+    // Check 4: the rows' weights, the query rows', the totals, then the
+    // keys.
     let field = rows_field(hq);
     for (h, row) in rows.iter().flatten().enumerate() {
         check_weights(row, field).map_err(|r| r.in_context(format_args!("head {h}")))?;
     }
+    let mut totals = None;
     if has_queries {
         let m = step.queries.len() / hq;
         for (r, row) in step.queries.iter().enumerate() {
@@ -98,18 +123,22 @@ pub(super) fn check_explicit_step(first: u64, step: &ScenarioStep, hq: usize) ->
         }
         // Totals come only beside query rows (check 3 refused them
         // otherwise).
-        let totals = if has_totals {
+        if has_totals {
             check_totals_values(step)?;
-            Some(Totals { sums: &step.totals, rows: step.total_rows })
-        } else {
-            None
-        };
-        return Ok(StepRows::Queries { rows: step.queries.iter().map(|r| r.as_slice()).collect(), totals });
+            totals = Some(Totals { sums: &step.totals, rows: step.total_rows });
+        }
     }
-    Ok(match rows {
-        None => StepRows::Null,
-        Some(rows) => StepRows::Rows(rows),
-    })
+    check_keys_values(&step.keys)?;
+    let rows = if has_queries {
+        StepRows::Queries { rows: step.queries.iter().map(|r| r.as_slice()).collect(), totals }
+    } else {
+        match rows {
+            None => StepRows::Null,
+            Some(rows) => StepRows::Rows(rows),
+        }
+    };
+    let keys = shape.head_dim.map(|d| StepKeys { entries: &step.keys, head_dim: d as usize });
+    Ok(CheckedStep { rows, keys })
 }
 
 /// Step check 3, the rows (spec/heads.md#rows-per-head): with one query

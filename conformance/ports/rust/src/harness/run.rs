@@ -8,12 +8,13 @@
 
 use super::log::{EvictionLog, Rejection};
 use super::one_set::Engine;
-use super::refusals::check_explicit_step;
+use super::refusals::{check_explicit_step, StepShape};
 use super::scenario::Scenario;
 use super::several_sets::Layer;
 use crate::error::Refusal;
 use crate::heads::HeadCounts;
 use crate::registry;
+use crate::tensors::missing_head_dim;
 use crate::trace::{TraceGenerator, TraceParams};
 
 /// Run a policy configuration over a single-head scenario (`RunScenario`).
@@ -24,7 +25,7 @@ pub fn run_scenario(name: &str, params: &[(String, i64)], seed: u64, scenario: &
 
 /// Run a policy configuration over a scenario with validated head counts
 /// (spec/heads.md#head-counts; the caller checked them after the
-/// scenario's shape). Never fails: a refusal ends the log.
+/// scenario's shape) and without keys. Never fails: a refusal ends the log.
 pub fn run_scenario_with_heads(
     name: &str,
     params: &[(String, i64)],
@@ -32,10 +33,34 @@ pub fn run_scenario_with_heads(
     heads: HeadCounts,
     scenario: &Scenario,
 ) -> EvictionLog {
+    run_scenario_with_keys(name, params, seed, heads, None, scenario)
+}
+
+/// Run a policy configuration over a scenario with validated head counts
+/// and `head_dim` (`None`: a scenario without keys; the caller checked
+/// spec/tensors.md#checks' scenario checks after the head counts, as
+/// `protocol.rs` does, so a trace comes with `None`). A policy that reads
+/// keys without `head_dim` (over steps or a trace) is refused here all the
+/// same (`INVALID_HEADS` `range head_dim`, step -1), for a caller that did
+/// not check. Never fails: a refusal ends the log.
+pub fn run_scenario_with_keys(
+    name: &str,
+    params: &[(String, i64)],
+    seed: u64,
+    heads: HeadCounts,
+    head_dim: Option<u32>,
+    scenario: &Scenario,
+) -> EvictionLog {
     let mut log = EvictionLog::default();
     let refuse = |log: &mut EvictionLog, refusal: Refusal, step: i32| {
         log.rejection = Some(Rejection { refusal, step });
     };
+    // spec/tensors.md#checks, 1.3: a policy that reads keys needs head_dim
+    // (which a trace never has, 1.2).
+    if head_dim.is_none() && registry::build(name, params, seed).is_ok_and(|p| p.reads_keys()) {
+        refuse(&mut log, missing_head_dim(), -1);
+        return log;
+    }
     match scenario {
         Scenario::Steps(steps) => {
             let mut layer = match Layer::build(name, params, seed, heads) {
@@ -45,10 +70,11 @@ pub fn run_scenario_with_heads(
                     return log;
                 }
             };
+            let shape = StepShape { hq: heads.query as usize, hkv: heads.kv, head_dim };
             let mut next: u64 = 0;
             for (index, step) in steps.iter().enumerate() {
-                match check_explicit_step(next, step, heads.query as usize) {
-                    Ok(rows) => log.steps.push(layer.step(next, step.admit as u64, &rows)),
+                match check_explicit_step(next, step, shape) {
+                    Ok(checked) => log.steps.push(layer.step(next, step.admit as u64, &checked)),
                     Err(refusal) => {
                         refuse(&mut log, refusal, index as i32);
                         return log;
@@ -113,13 +139,13 @@ fn run_multi_head_trace(layer: &mut Layer, params: &TraceParams, heads: HeadCoun
     };
     for t in 0..params.steps as u64 {
         let record = if gens.is_empty() {
-            layer.step_with(t, 1, None::<&fn(usize, u32) -> f32>)
+            layer.step_with(t, 1, None::<&fn(usize, u32) -> f32>, None)
         } else {
             for g in &mut gens {
                 g.begin_step(t);
             }
             let gens = &gens;
-            layer.step_with(t, 1, Some(&|h: usize, p: u32| gens[h].weight(p as u64)))
+            layer.step_with(t, 1, Some(&|h: usize, p: u32| gens[h].weight(p as u64)), None)
         };
         log.steps.push(record);
     }

@@ -1,7 +1,8 @@
 //! A scenario as the harness receives it (spec/harness.md#scenarios): explicit
 //! steps (`ScenarioStep`: a full-cache row, one row per query head
 //! (spec/heads.md#rows-per-head), or query rows (spec/prefill.md#query-rows)
-//! with column totals (spec/prefill.md#column-totals)), or a generated trace
+//! with column totals (spec/prefill.md#column-totals)), each with its keys in
+//! a scenario with keys (spec/tensors.md#the-fields), or a generated trace
 //! (spec/trace.md). Its steps are checked in `refusals.rs` and run in `run.rs`.
 
 use crate::trace::TraceParams;
@@ -13,7 +14,11 @@ use crate::trace::TraceParams;
 /// spec/prefill.md#query-rows), and `totals` with `total_rows` (the
 /// proto's fields 5 and 6: per query head, head 0 first, one binary64 per
 /// position `0 .. a+c-1`, summed over the step's last `total_rows`
-/// queries; empty and 0 without totals; spec/prefill.md#column-totals).
+/// queries; empty and 0 without totals; spec/prefill.md#column-totals),
+/// and `keys` (the proto's field 7: in a scenario with `head_dim` `d`, one
+/// entry per KV head, KV head 0 first, each the `admit x d` binary32 key
+/// values of the admitted positions, position ascending; empty in one
+/// without; spec/tensors.md#the-fields).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ScenarioStep {
     pub admit: u32,
@@ -22,6 +27,7 @@ pub struct ScenarioStep {
     pub queries: Vec<Vec<f32>>,
     pub totals: Vec<Vec<f64>>,
     pub total_rows: u32,
+    pub keys: Vec<Vec<f32>>,
 }
 
 impl ScenarioStep {
@@ -44,6 +50,12 @@ impl ScenarioStep {
     /// `h`'s, over the step's last `total_rows` queries.
     pub fn with_totals(self, totals: Vec<Vec<f64>>, total_rows: u32) -> Self {
         ScenarioStep { totals, total_rows, ..self }
+    }
+
+    /// The same step carrying keys: `keys[g]` is KV head `g`'s, `admit x
+    /// head_dim` values (spec/tensors.md#the-fields).
+    pub fn with_keys(self, keys: Vec<Vec<f32>>) -> Self {
+        ScenarioStep { keys, ..self }
     }
 }
 

@@ -2,7 +2,8 @@
 //! scenario's heads (spec/heads.md#kept-sets,
 //! spec/heads.md#policies-that-do-not-read-attention), one step of each set in
 //! set order, a decode step or a prefill step
-//! (spec/prefill.md#the-prefill-step), and the step's record, one per set in
+//! (spec/prefill.md#the-prefill-step), with its keys in a scenario with keys
+//! (spec/tensors.md#what-a-policy-sees), and the step's record, one per set in
 //! `sets` when there are several (spec/heads.md#the-eviction-log). And the
 //! shared budget of `adaptive` 1 with at least two sets (`SharedBudget`,
 //! `Layer::evict_shared`; spec/heads.md#head-adaptive-budgets), whose floor
@@ -12,12 +13,13 @@
 
 use super::log::StepRecord;
 use super::one_set::KeptSet;
-use super::refusals::StepRows;
+use super::refusals::{CheckedStep, StepRows};
 use crate::error::Result;
 use crate::heads::{floor_of, sets_of, shared_victim_counts, Aggregation, HeadCounts, Pair};
 use crate::policies::rank;
 use crate::prefill::Totals;
 use crate::registry;
+use crate::tensors::StepKeys;
 
 /// Every kept set of a run over a scenario's heads (spec/heads.md), in set
 /// order.
@@ -34,27 +36,38 @@ pub struct Layer {
 
 impl Layer {
     /// The kept sets of a configuration over `heads`: one per granularity
-    /// unit for a policy that reads attention, one covering every head
-    /// otherwise (spec/heads.md#kept-sets). Every state is built from the
-    /// same configuration.
+    /// unit for a policy that takes `granularity`, one covering every head
+    /// otherwise (spec/heads.md#kept-sets). A set holds one state per query
+    /// head it covers, or, for a policy that reads keys, one per KV head it
+    /// covers (spec/policies/knorm.md#several-kv-heads). Every state is
+    /// built from the same configuration.
     pub fn build(name: &str, params: &[(String, i64)], seed: u64, heads: HeadCounts) -> Result<Self> {
         let first = registry::build(name, params, seed)?;
         let options = first.head_options();
         let budget = first.budget();
+        let group = heads.group() as usize;
+        let reads_keys = first.reads_keys();
         let sets = match options {
-            None => vec![KeptSet::new((0..heads.query as usize).collect(), vec![first], Aggregation::Mean)],
+            None => vec![KeptSet::new((0..heads.query as usize).collect(), group, vec![first], Aggregation::Mean)],
             Some(opts) => {
                 let mut first = Some(first);
                 let mut sets = Vec::new();
                 for covered in sets_of(opts.granularity, heads) {
-                    let mut states = Vec::with_capacity(covered.len());
-                    for _ in &covered {
+                    // A set's heads are ascending, so its KV heads are
+                    // `covered[0] / G ..= covered[last] / G`.
+                    let count = if reads_keys {
+                        covered[covered.len() - 1] / group - covered[0] / group + 1
+                    } else {
+                        covered.len()
+                    };
+                    let mut states = Vec::with_capacity(count);
+                    for _ in 0..count {
                         states.push(match first.take() {
                             Some(p) => p,
                             None => registry::build(name, params, seed)?,
                         });
                     }
-                    sets.push(KeptSet::new(covered, states, opts.aggregation));
+                    sets.push(KeptSet::new(covered, group, states, opts.aggregation));
                 }
                 sets
             }
@@ -77,24 +90,34 @@ impl Layer {
     }
 
     /// One validated step: one full-cache row per query head, null
-    /// attention for every head, or query rows (a prefill step). Returns
-    /// the step's record (spec/heads.md#the-eviction-log).
-    pub(super) fn step(&mut self, first: u64, count: u64, rows: &StepRows) -> StepRecord {
-        match rows {
-            StepRows::Rows(rows) => self.step_with(first, count, Some(&|h: usize, p: u32| rows[h][p as usize])),
-            StepRows::Null => self.step_with(first, count, None::<&fn(usize, u32) -> f32>),
-            StepRows::Queries { rows, totals } => self.step_prefill(first, count, rows, *totals),
+    /// attention for every head, or query rows (a prefill step), with its
+    /// keys in a scenario with keys. Returns the step's record
+    /// (spec/heads.md#the-eviction-log).
+    pub(super) fn step(&mut self, first: u64, count: u64, step: &CheckedStep) -> StepRecord {
+        let keys = step.keys;
+        match &step.rows {
+            StepRows::Rows(rows) => self.step_with(first, count, Some(&|h: usize, p: u32| rows[h][p as usize]), keys),
+            StepRows::Null => self.step_with(first, count, None::<&fn(usize, u32) -> f32>, keys),
+            StepRows::Queries { rows, totals } => self.step_prefill(first, count, rows, *totals, keys),
         }
     }
 
     /// One validated prefill step (spec/prefill.md#the-prefill-step), with
     /// `queries` the step's `Hq x m` query rows and `totals` its column
     /// totals, if any: each set, in set order, admits the chunk, hands
-    /// each covered head its gathered query rows (and totals), then evicts
+    /// each covered head its gathered query rows (and totals), or each
+    /// covered KV head its keys of the chunk (`keys`), then evicts
     /// by its step budget with the prefill rule's scores and candidates;
     /// under a shared budget the sets evict together once all have
     /// recorded.
-    fn step_prefill(&mut self, first: u64, count: u64, queries: &[&[f32]], totals: Option<Totals>) -> StepRecord {
+    fn step_prefill(
+        &mut self,
+        first: u64,
+        count: u64,
+        queries: &[&[f32]],
+        totals: Option<Totals>,
+        keys: Option<StepKeys>,
+    ) -> StepRecord {
         let m = queries.len() / self.query_heads;
         let last = first + count - 1;
         let mut records = Vec::with_capacity(self.sets.len());
@@ -102,6 +125,7 @@ impl Layer {
             let mut record = set.begin_step(count);
             set.admit_step(first, count, &mut record);
             set.record_queries(queries, m, last, totals);
+            set.record_keys(keys);
             set.end_of_records();
             if self.shared.is_none() {
                 records.push(set.evict(record, count, true));
@@ -113,11 +137,19 @@ impl Layer {
     }
 
     /// One validated step, each head's weights given by `weight(h, p)` (or
-    /// `None`: null attention for every head). Each set, in set order,
-    /// records its heads' weights at its own kept positions, admits, then
-    /// evicts down to its budget; under a shared budget the sets evict
-    /// together once all have admitted.
-    pub(super) fn step_with<W: Fn(usize, u32) -> f32>(&mut self, first: u64, count: u64, weight: Option<&W>) -> StepRecord {
+    /// `None`: null attention for every head), and `keys` the step's keys
+    /// in a scenario with keys. Each set, in set order, records its heads'
+    /// weights at its own kept positions, admits (handed its KV heads'
+    /// keys of the admitted positions), then evicts down to its budget;
+    /// under a shared budget the sets evict together once all have
+    /// admitted.
+    pub(super) fn step_with<W: Fn(usize, u32) -> f32>(
+        &mut self,
+        first: u64,
+        count: u64,
+        weight: Option<&W>,
+        keys: Option<StepKeys>,
+    ) -> StepRecord {
         let mut records = Vec::with_capacity(self.sets.len());
         for set in &mut self.sets {
             if let Some(weight) = weight {
@@ -125,6 +157,7 @@ impl Layer {
             }
             let mut record = set.begin_step(count);
             set.admit_step(first, count, &mut record);
+            set.record_keys(keys);
             set.end_of_records();
             if self.shared.is_none() {
                 records.push(set.evict(record, count, false));

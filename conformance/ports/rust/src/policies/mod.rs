@@ -14,6 +14,9 @@ use crate::triggers::{TriggerOptions, TRIGGER_PARAMS};
 
 pub mod full;
 pub mod h2o;
+pub mod knorm;
+#[cfg(test)]
+mod knorm_tests;
 pub mod openvino;
 #[cfg(test)]
 mod openvino_tests;
@@ -153,6 +156,21 @@ pub trait Policy {
     fn evicts_by_blocks(&self) -> bool {
         self.block_options().by_blocks()
     }
+    /// Whether the policy reads a scenario's keys
+    /// (spec/tensors.md#policies-that-read-keys: `knorm`). Such a policy
+    /// takes `granularity` (`head_options`) but reads no attention: a kept
+    /// set holds one state per KV head it covers, is handed no row and no
+    /// query row, and combines its KV heads' `scores`; a scenario without
+    /// `head_dim` is refused before its first step.
+    fn reads_keys(&self) -> bool {
+        false
+    }
+    /// A policy that reads keys: this state's KV head's keys of the step's
+    /// admitted positions (`keys`, `admit x head_dim` binary32 values,
+    /// position ascending), handed after `admit`
+    /// (spec/tensors.md#what-a-policy-sees). The others are never handed
+    /// keys.
+    fn record_keys(&mut self, _keys: &[f32], _head_dim: usize) {}
 }
 
 /// Keep only the elements of a per-slot vector (with `stride` entries per
