@@ -105,7 +105,8 @@ HIDDEN = 8
 ROUNDING_REL = 2.0 ** -12
 
 PRESS_NAMES = {"h2o": "ObservedAttentionPress", "tova": "TOVAPress",
-               "snapkv": "SnapKVPress", "streamingllm": "StreamingLLMPress"}
+               "snapkv": "SnapKVPress", "streamingllm": "StreamingLLMPress",
+               "knorm": "KnormPress"}
 CLASSES = ("agreed", "tie", "rounding", "rule")
 SEVERITY = {name: rank for rank, name in enumerate(CLASSES)}
 
@@ -125,6 +126,8 @@ DEFAULTS = {
              "adaptive": 0, "safeguard_permille": 200, "prefill_only": 0, "ratio_ppm": 0,
              "protect_newest": 0},
     "streamingllm": {"budget": 512, "sinks": 4, "prefill_only": 0, "ratio_ppm": 0},
+    "knorm": {"budget": 512, "recent_window": 0, "granularity": 1, "aggregation": 0,
+              "prefill_only": 0, "ratio_ppm": 0},
 }
 FIXED_BY_PRESS = {
     "snapkv": {"recent_window": 0, "granularity": 1, "aggregation": 0, "adaptive": 0,
@@ -134,6 +137,7 @@ FIXED_BY_PRESS = {
     "tova": {"recent_window": 0, "granularity": 0, "aggregation": 0, "adaptive": 0,
              "protect_newest": 1},
     "streamingllm": {},
+    "knorm": {"recent_window": 0, "granularity": 1},
 }
 
 
@@ -277,18 +281,21 @@ def make_press(policy, params):
     if policy == "snapkv":
         return SnapKVPress(compression_ratio=ratio, window_size=params["obs_window"],
                            kernel_size=params["pool_kernel"])
+    if policy == "knorm":
+        from kvpress import KnormPress
+        return KnormPress(compression_ratio=ratio)
     return StreamingLLMPress(compression_ratio=ratio, n_sink=params["sinks"])
 
 
-def make_module(hq, hkv):
-    """A stand-in attention layer: what ScorerPress.compress and the four
+def make_module(hq, hkv, head_dim=HEAD_DIM):
+    """A stand-in attention layer: what ScorerPress.compress and the five
     presses read from `module` (config.num_attention_heads,
     config.num_key_value_heads, head_dim; layer_idx for forward_hook)."""
     import torch
     module = torch.nn.Module()
     module.config = types.SimpleNamespace(num_attention_heads=hq, num_key_value_heads=hkv,
-                                          head_dim=HEAD_DIM, hidden_size=HIDDEN)
-    module.head_dim = HEAD_DIM
+                                          head_dim=head_dim, hidden_size=HIDDEN)
+    module.head_dim = head_dim
     module.layer_idx = 0
     return module
 
@@ -322,23 +329,41 @@ def build_inputs(step, length, hq, hkv, dtype=None):
     keys = torch.zeros((1, hkv, length, HEAD_DIM), dtype=dtype)
     keys[0, :, :, 0] = torch.arange(length, dtype=dtype)
     values = torch.zeros_like(keys)
+    values[0, :, :, 0] = torch.arange(length, dtype=dtype)
     hidden_states = torch.zeros((1, length, HIDDEN), dtype=dtype)
     return attentions, keys, values, hidden_states, m
+
+
+def scenario_keys(scenario, step, length, hkv, dtype=None):
+    """spec/tensors.md#the-fields: step 0's keys as [1, Hkv, L, head_dim]
+    (each binary32 exactly), and values of that width whose channel 0 is the
+    position (what run_press reads the kept positions from)."""
+    import torch
+    dtype = torch.float32 if dtype is None else dtype
+    if not scenario.HasField("head_dim"):
+        raise CaseError("the scenario has no keys (head_dim)")
+    d = scenario.head_dim
+    if len(step.keys) != hkv or any(len(k.values) != length * d for k in step.keys):
+        raise CaseError(f"step 0's keys are not {hkv} lists of {length} x {d}")
+    keys = torch.tensor([list(k.values) for k in step.keys], dtype=dtype).reshape(1, hkv, length, d)
+    values = torch.zeros((1, hkv, length, d), dtype=dtype)
+    values[0, :, :, 0] = torch.arange(length, dtype=dtype)
+    return keys, values
 
 
 def run_press(press, module, hidden_states, keys, values, attentions):
     """kvpress's own selection: ScorerPress.compress, as BasePress.forward_hook
     calls it at prefill (kvpress/presses/base_press.py). Returns the kept
-    positions per KV head, read from the gathered keys' channel 0, and the
+    positions per KV head, read from the gathered values' channel 0, and the
     press's float32 scores [Hkv, L] (press.score on the same inputs)."""
     import torch
     length = keys.shape[2]
     with torch.no_grad():
-        new_keys, _ = press.compress(module, hidden_states, keys, values, attentions, {})
+        _, new_values = press.compress(module, hidden_states, keys, values, attentions, {})
         scores = press.score(module, hidden_states, keys, values, attentions, {})
     kept = []
     for g in range(keys.shape[1]):
-        channel = new_keys[0, g, :, 0].tolist()
+        channel = new_values[0, g, :, 0].tolist()
         positions = [int(v) for v in channel]
         if any(float(p) != v or not 0 <= p < length for p, v in zip(positions, channel)):
             raise CaseError(f"KV head {g}: gathered keys are not positions: {channel}")
@@ -404,6 +429,10 @@ def check_case(case, scenarios):
             raise CaseError("the expected log has no step")
         length = step.admit
         attentions, keys, values, hidden_states, m = build_inputs(step, length, hq, hkv)
+        head_dim = HEAD_DIM
+        if policy == "knorm":  # spec/policies/knorm.md: scored from the keys
+            keys, values = scenario_keys(scenario, step, length, hkv)
+            head_dim = keys.shape[3]
 
         record = case.expected.steps[0]
         records = list(record.sets) if record.sets else [record]
@@ -420,11 +449,17 @@ def check_case(case, scenarios):
                 raise CaseError(f"set {s}: kept_count {rec.kept_count}, but {length} "
                                 f"admitted less {len(victims)} victims is {len(kept)}")
             scores = rule_scores(policy, params, length, m)
+            if policy == "knorm":  # knorm.md#how-it-works, per set's KV head
+                for p in range(length):
+                    total = 0.0  # a loop: sum() is compensated from Python 3.12
+                    for x in keys[0, s if len(records) == hkv else 0, p].tolist():
+                        total += x * x
+                    scores[p] = 0.0 - math.sqrt(total)
             for ranked in rec.cut:
                 scores[ranked.position] = ranked.score
             spec.append((kept, scores, list(rec.cut)))
 
-        module = make_module(hq, hkv)
+        module = make_module(hq, hkv, head_dim)
         try:
             press = make_press(policy, params)
             kv_kept, kv_scores = run_press(press, module, hidden_states, keys, values, attentions)
@@ -600,7 +635,7 @@ def check(path, results, errors, flag=FLAG):
 def table(results):
     rows = ["| press | cases | agreed | tie | rounding | rule | failed | scores at the cuts |",
             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
-    for policy in ("snapkv", "h2o", "tova", "streamingllm"):
+    for policy in ("snapkv", "h2o", "tova", "streamingllm", "knorm"):
         mine = [r for r in results if r.policy == policy]
         counts = {c: 0 for c in CLASSES}
         failed = 0
