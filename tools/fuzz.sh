@@ -213,7 +213,8 @@ printf '%s\n' '"\x93NUMPY"' '"descr"' '"<f4"' '"fortran_order"' '"False"' '"True
   '"prefill_chunk"' '"num_attention_heads"' '"\\u"' >"$work/attention.dict"
 # Scenarios (spec/kvspec.proto): decode steps with one head, a chunk and
 # null attention; a prefill step with query rows and decode steps with two
-# heads; a canonical trace with two heads.
+# heads; keys of two KV heads (spec/tensors.md); a canonical trace with two
+# heads.
 encode() { protoc --proto_path=. --encode=kvspec.v1.Scenario spec/kvspec.proto >"$work/scenarios/$1" ||
              missing "cannot encode the scenario seed $1" "seed error"; }
 encode decode <<'EOF'
@@ -251,6 +252,15 @@ steps {
   totals { sums: [1, 0, 0.5, 0.5] }
   total_rows: 2
 }
+EOF
+encode keys <<'EOF'
+id: "keys"
+query_heads: 2
+kv_heads: 2
+head_dim: 2
+steps { admit: 2 keys { values: [3, 4, 0, 1] } keys { values: [0, 1, 6, 8] } }
+steps { admit: 1 heads { weights: [0.5, 0.5] } heads { weights: [0.25, 0.75] }
+        keys { values: [1, -1] } keys { values: [-0, 2] } }
 EOF
 encode trace <<'EOF'
 id: "trace"

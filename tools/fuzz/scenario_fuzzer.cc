@@ -120,6 +120,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       {"openvino",
        {{"budget", 4}, {"sinks", 1}, {"recent_window", 1}, {"block", 1},
         {"max_pool", 2}, {"obs_window", 2}}},
+      // spec/policies/knorm.md: scored from the scenario's keys.
+      {"knorm", {{"budget", 3}, {"granularity", granularity}}},
   };
   kvspec::RunOptions options;
   options.record_cut = true;
