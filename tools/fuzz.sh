@@ -198,6 +198,17 @@ seeds = {
     # chunk.0.<e> beside window.0: --layout=chunks.
     "chunks-window": (b"\x01\x30\x00\x00\x00", safetensors(
         chunks(0, 1, 2, 2, 5) + [("window.0", [1, 2, 5], window(1, 2, 5))])),
+    # window.0 [4, 2, 5] over 2 KV heads and keys.0 [2, 5, 3]: --keys
+    # --heads=3,2 (KV head 1 only) --decode=1.
+    "window-keys": (b"\x01\x04\xcc\x00\x81", safetensors([
+        ("window.0", [4, 2, 5], window(4, 2, 5)),
+        ("keys.0", [2, 5, 3], [0.5 * i - 7.0 for i in range(30)])],
+        {"num_key_value_heads": "2", "num_attention_heads": "4"})),
+    # layer.0 [2, 4, 4] over 1 KV head and keys.0 [1, 4, 2]: --keys.
+    "matrix-keys": (b"\x01\x04\x00\x00\x00", safetensors([
+        ("layer.0", [2, 4, 4], matrix(2, 4)),
+        ("keys.0", [1, 4, 2], [3.0, 4.0, 0.0, 2.0, -1.0, 0.0, 1e-3, -2.5])],
+        {"num_key_value_heads": "1"})),
     # step.0 .. step.4, [2, t + 1]: heads 1,0.
     "steps": (b"\x01\x00\xc3\x00\x00", safetensors([
         ("step.%d" % t, [2, t + 1], row(t, t + 1) * 2) for t in range(5)])),
@@ -210,7 +221,8 @@ EOF
 printf '%s\n' '"\x93NUMPY"' '"descr"' '"<f4"' '"fortran_order"' '"False"' '"True"' \
   '"shape"' '"layer."' '"window."' '"chunk."' '"step."' '"totals."' '"dtype"' \
   '"F32"' '"F64"' '"data_offsets"' '"__metadata__"' '"tokens"' '"window_rows"' \
-  '"prefill_chunk"' '"num_attention_heads"' '"\\u"' >"$work/attention.dict"
+  '"prefill_chunk"' '"num_attention_heads"' '"keys."' \
+  '"num_key_value_heads"' '"\\u"' >"$work/attention.dict"
 # Scenarios (spec/kvspec.proto): decode steps with one head, a chunk and
 # null attention; a prefill step with query rows and decode steps with two
 # heads; keys of two KV heads (spec/tensors.md); a canonical trace with two

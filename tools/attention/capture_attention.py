@@ -44,6 +44,20 @@ one tensor (one per chunk with --prefill_chunk) to the .safetensors file
         tools/attention/import_attention --totals --decode=D makes, its last D
         positions being decode steps. Eager attention only.
 
+    keys.<n>     F32 [Hkv, L, d]  (--keys, beside any layout, eager or sdpa)
+        the layer's key states as its attention function receives them:
+        after k_proj, any k_norm and the rotary embedding, exactly what
+        transformers' DynamicCache holds for the layer after the forward
+        pass. KV head by KV head, position-major: keys.<n>[g, p, :] is KV
+        head g's key of position p (Hkv = num_key_value_heads, L the
+        prompt's tokens, d = head_dim). Float32, as the capture runs the
+        model (its weights converted to float32).
+        tools/attention/import_attention --keys reads them into the
+        scenario's keys (spec/tensors.md). capture_attention_test checks
+        on its model (a window, eager and sdpa, and a chunked prefill)
+        that they are the cache's keys of transformers' own forward pass
+        with the same attention, bit for bit.
+
 Nothing of size L x L is ever held: rows are computed from the layer's queries
 and keys a block of rows at a time (--block_rows), with the arithmetic of the
 attention the rows stand for (--attention):
@@ -85,7 +99,8 @@ activations, row blocks) is estimated and compared with what the machine has
 disk space; a run that would not fit is refused with the figures and the way
 out. __metadata__ records the model, layers, token count, window, attention
 path, versions and the SHA-256 of the token ids (and, with --prefill_chunk,
-"layout": "chunks", "prefill_chunk": C and "chunks": their count per layer).
+"layout": "chunks", "prefill_chunk": C and "chunks": their count per layer;
+with --keys, "keys": "1").
 
     tools/.venv-torch/bin/python tools/attention/capture_attention.py \\
         --model ~/models/Llama-3.2-1B --text prompt.txt --layers 0,8 \\
@@ -193,6 +208,13 @@ def parse_args(argv):
                         "are a prefill of L - D positions' (totals.<n> "
                         "[heads, L - D]) for import_attention --totals "
                         "--decode=D; default 0")
+    parser.add_argument("--keys", action="store_true",
+                        help="also write keys.<n> F32 [kv_heads, L, "
+                        "head_dim]: each captured layer's key states as the "
+                        "cache holds them (after any k_norm and the rotary "
+                        "embedding), KV head by KV head, position-major, "
+                        "for import_attention --keys (spec/tensors.md); "
+                        "any layout, eager or sdpa")
     parser.add_argument("--attention", choices=("eager", "sdpa"),
                         default="eager",
                         help="the attention whose rows to capture (default "
@@ -291,8 +313,11 @@ class Capture:
     """The attention function the model runs, and what it records."""
 
     def __init__(self, torch, layers, spans, attention, block_rows, writer,
-                 totals=None):
+                 totals=None, keys=None):
         self.torch = torch
+        # --keys: the shape (Hkv, L, d) of keys.<layer>, into which each
+        # captured layer's key states are written; None: no keys.
+        self.keys = keys
         # --totals: P = totals, the rows 0 .. P-1 of a captured layer are
         # computed and added to its KV group's column totals over keys
         # 0 .. P-1 (spec/prefill.md#column-totals); None: no totals.
@@ -402,6 +427,21 @@ class Capture:
             head = group * groups + i
             self.writer.write(f"totals.{layer}", head * width * 8, sums[i])
 
+    def record_keys(self, layer, key):
+        """Writes key [1, Hkv, L, d], the layer's key states as its attention
+        receives them, into keys.<layer> [Hkv, L, d], one KV head at a
+        time."""
+        if tuple(key.shape) != (1, *self.keys):
+            raise RuntimeError(
+                f"layer {layer}'s keys are {list(key.shape)}, not the "
+                f"[1, {', '.join(str(x) for x in self.keys)}] the config "
+                f"gives (num_key_value_heads, tokens, head_dim)")
+        _, kv_heads, length, head_dim = key.shape
+        for g in range(kv_heads):
+            head = key[0, g].to(device="cpu",
+                                dtype=self.torch.float32).contiguous().numpy()
+            self.writer.write(f"keys.{layer}", g * length * head_dim * 4, head)
+
     def blocks(self, length, everything):
         """Row ranges covering the spans' rows and every row 0..everything-1
         (everything: a row count, 0 for none), each with the span it lies
@@ -437,6 +477,8 @@ class Capture:
         captured = layer in self.layers
         need_output = layer < self.last_layer
         output = None
+        if captured and self.keys is not None:
+            self.record_keys(layer, key)
         if self.attention == "sdpa":
             if captured:
                 for g in range(kv_heads):
@@ -510,7 +552,8 @@ def repeat_group(states, group, groups):
 
 
 def estimate_memory(config, params_bytes, length, layers, window, matrix,
-                    block_rows, chunk_rows, attention, header_bytes=0):
+                    block_rows, chunk_rows, attention, header_bytes=0,
+                    keys=False):
     """Bytes the run needs at its peak, a deliberate over-estimate."""
     hidden = config.hidden_size
     heads = config.num_attention_heads
@@ -534,7 +577,11 @@ def estimate_memory(config, params_bytes, length, layers, window, matrix,
     # The header and the writer's table of tensors (a chunked prefill has
     # one tensor per chunk and layer): the JSON, its dict, their copies.
     tables = header_bytes * 8
-    return int(params_bytes + activations + block + rope + tables + 0.5 * GIB)
+    # --keys: a layer's keys converted and copied for the writer (one KV
+    # head at a time; counted whole).
+    key_copies = kv_heads * length * head_dim * f32 if keys else 0
+    return int(params_bytes + activations + block + rope + tables +
+               key_copies + 0.5 * GIB)
 
 
 def capture(args):
@@ -661,14 +708,17 @@ def capture(args):
     if args.totals:
         tensors += [(f"totals.{n}", "F64", (query_heads, total_rows), 8)
                     for n in layers]
+    head_dim = getattr(config, "head_dim", None) or \
+        config.hidden_size // query_heads
+    if args.keys:
+        tensors += [(f"keys.{n}", "F32", (kv_heads, length, head_dim), 4)
+                    for n in layers]
 
     # The model's weights without allocating them (meta device).
     with torch.device("meta"):
         shell = AutoModelForCausalLM.from_config(config)
     params_bytes = sum(p.numel() for p in shell.parameters()) * 4
     del shell
-    head_dim = getattr(config, "head_dim", None) or \
-        config.hidden_size // query_heads
     rows = length if args.matrix else window
     metadata = {
         "kvspec_capture": "1",
@@ -694,6 +744,8 @@ def capture(args):
     }
     if args.totals:
         metadata["total_rows"] = str(total_rows)
+    if args.keys:
+        metadata["keys"] = "1"
     if chunked:
         metadata["prefill_chunk"] = str(args.prefill_chunk)
         metadata["chunks"] = str(len(spans))
@@ -712,7 +764,8 @@ def capture(args):
             f"(--prefill_chunk {args.prefill_chunk})")
     need = estimate_memory(config, params_bytes, length, layers, window,
                            args.matrix or args.totals, block_rows,
-                           args.chunk_rows, args.attention, len(header))
+                           args.chunk_rows, args.attention, len(header),
+                           args.keys)
     have = (int(args.memory_limit_gib * GIB) if args.memory_limit_gib
             else mem_available())
     if have is not None and need > have:
@@ -738,7 +791,9 @@ def capture(args):
     writer = SafetensorsWriter(args.output, tensors, metadata, inputs)
     try:
         state = Capture(torch, layers, spans, args.attention, block_rows,
-                        writer, totals=total_rows)
+                        writer, totals=total_rows,
+                        keys=((kv_heads, length, head_dim) if args.keys
+                              else None))
         AttentionInterface.register(ATTENTION_NAME, state)
         implementation = ATTENTION_NAME
         model = AutoModelForCausalLM.from_pretrained(

@@ -14,7 +14,8 @@
 # chunk's rows checked the same way, the last chunk's against the window's,
 # imported as one prefill step per chunk and run by simulate. And
 # tools/bench/captured_blocks.py on one layer's matrix, window's figures
-# checked against its rule.
+# checked against its rule. And --keys: each layer's keys against
+# transformers' DynamicCache, bit for bit.
 #
 # Needs a Python with torch, transformers and safetensors:
 # $KVSPEC_CAPTURE_PYTHON, else tools/.venv-torch/bin/python in the
@@ -802,6 +803,79 @@ done
 [[ $? -eq 2 && ! -e "$TMP/bad-totals.safetensors" ]] \
   && grep -q -- "give --totals too" "$TMP/bad-totals" \
   || fail "capture --totals_decode without --totals: $(cat "$TMP/bad-totals")"
+
+# --- Keys (--keys, spec/tensors.md) ---
+# keys.<n> F32 [2, 600, 8] beside the window (eager and sdpa) and the chunks:
+# bit for bit the DynamicCache's keys of transformers' own forward pass with
+# the same attention; the rows are those captured without --keys, and a
+# capture without --keys has no keys.<n>.
+for keys in "kwin" "kchunks --prefill_chunk 256" "ksdpa --attention sdpa"; do
+  set -- $keys
+  "$PYTHON" "$CAPTURE" --model "$TMP/model" --token_ids "$TMP/ids.txt" \
+    --layers 0,1 --window 40 --block_rows 64 --chunk_rows 100 --keys \
+    "${@:2}" --output "$TMP/$1.safetensors" >/dev/null 2>"$TMP/$1.err" \
+    || fail "capture --keys ${*:2} exited $?: $(cat "$TMP/$1.err")"
+done
+"$PYTHON" - "$TMP" <<'PYEOF' || fail "keys against transformers' cache"
+import sys, torch, transformers
+from safetensors import safe_open
+from transformers import AutoModelForCausalLM, DynamicCache
+transformers.utils.logging.disable_progress_bar()
+tmp = sys.argv[1]
+ids = torch.tensor([[int(x) for x in open(f"{tmp}/ids.txt").read().split()]])
+for attention, pairs in (("eager", (("kwin", "win"), ("kchunks", "chunks"))),
+                         ("sdpa", (("ksdpa", "sdpa"),))):
+    model = AutoModelForCausalLM.from_pretrained(f"{tmp}/model", attn_implementation=attention).eval()
+    cache = DynamicCache()
+    with torch.no_grad():
+        model(input_ids=ids, past_key_values=cache, use_cache=True)
+    for name, plain in pairs:
+        with safe_open(f"{tmp}/{name}.safetensors", "pt") as f, \
+                safe_open(f"{tmp}/{plain}.safetensors", "pt") as p:
+            meta = f.metadata()
+            assert meta["keys"] == "1" and meta["attention"] == attention, meta
+            assert "keys" not in p.metadata() and not [k for k in p.keys() if k.startswith("keys.")]
+            assert sorted(f.keys()) == sorted([*p.keys(), "keys.0", "keys.1"]), list(f.keys())
+            for n in (0, 1):
+                keys = f.get_tensor(f"keys.{n}")
+                assert keys.dtype == torch.float32 and tuple(keys.shape) == (2, 600, 8), keys.shape
+                assert torch.equal(keys, cache.layers[n].keys[0]), f"{name}: keys.{n}"
+            for k in p.keys():
+                assert torch.equal(f.get_tensor(k), p.get_tensor(k)), f"{name}: {k}"
+print("bit for bit: keys.0 and keys.1 = the cache's keys, eager (window, chunks) and sdpa")
+PYEOF
+
+# import_attention --keys makes scenarios knorm runs (kvpress's preset at a
+# ratio of 0.5, each prefill step keeping floor(half) of its cache,
+# spec/prefill.md#budgets-from-a-ratio): the window's one step keeps 300 of
+# 600 per KV head; the chunks' 128 of 256, 192 of 128 + 256, 140 of
+# 192 + 88. Without --keys knorm refuses the scenario, naming head_dim.
+for pair in kwin:300 kchunks:140; do
+  name=${pair%:*} want=${pair#*:}
+  "$IMPORT" --input="$TMP/$name.safetensors" --layer=1 --keys \
+    --output="$TMP/$name.pb" >"$TMP/$name-import.err" 2>&1 \
+    || fail "import --keys $name: $(cat "$TMP/$name-import.err")"
+  "$SIMULATE" --scenario="$TMP/$name.pb" --policy=knorm \
+    --params=preset=kvpress-0.5.5,ratio_ppm=500000 --json="$TMP/$name.json" \
+    --quiet >"$TMP/$name-sim.err" 2>&1 \
+    || fail "simulate knorm on $name: $(cat "$TMP/$name-sim.err")"
+  "$PYTHON" - "$TMP/$name.json" "$want" <<'PYEOF' || fail "knorm's kept sets on $name"
+import json, sys
+data = json.load(open(sys.argv[1]))
+assert not data.get("refusal"), data["refusal"]
+kept = [s["kept"] for s in data["kept_at_end"]]
+want = int(sys.argv[2])
+assert [len(k) for k in kept] == [want, want], [len(k) for k in kept]
+PYEOF
+done
+"$IMPORT" --input="$TMP/kwin.safetensors" --layer=1 \
+  --output="$TMP/kwin-nokeys.pb" >/dev/null 2>&1 \
+  || fail "import without --keys"
+"$SIMULATE" --scenario="$TMP/kwin-nokeys.pb" --policy=knorm \
+  --params=budget=8 >"$TMP/nokeys.out" 2>&1
+grep -q "head_dim" "$TMP/nokeys.out" \
+  || fail "knorm without keys was not refused naming head_dim: $(cat "$TMP/nokeys.out")"
+echo "knorm over import_attention --keys: 300 (window) and 140 (chunks) kept per KV head; refused without keys"
 
 echo "capture_attention_test took $((SECONDS - start)) s"
 if [[ $failures -ne 0 ]]; then

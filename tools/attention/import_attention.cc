@@ -50,6 +50,10 @@
 // each head's column totals over its P = L - D queries
 // (spec/prefill.md#column-totals), which h2o reads instead of the rows;
 // the tensor must hold P columns (capture with --totals_decode D).
+// --keys (any layer layout): also the tensor keys.<n> that
+// capture_attention.py --keys writes, F32 [KV heads, L, head_dim]: the
+// scenario gets head_dim and each step its KV heads' keys of the positions
+// it admits (spec/tensors.md), which knorm reads.
 // --layout=matrix|window|chunks chooses when a layer has several kinds;
 // chunk tensors beside layer.<n> or window.<n> require it.
 //
@@ -141,6 +145,12 @@ ABSL_FLAG(bool, totals, false,
           "positions, total_rows L - D (spec/prefill.md#column-totals), "
           "for h2o.");
 
+ABSL_FLAG(bool, keys, false,
+          "also read keys.<n> (F32 [KV heads, L, head_dim], "
+          "capture_attention.py --keys) and carry each step's keys of the "
+          "positions it admits, for the scenario's KV heads, with head_dim "
+          "(spec/tensors.md), for knorm.");
+
 namespace kvspec {
 namespace {
 
@@ -208,6 +218,7 @@ int Main() {
     }
   }
   options.totals = absl::GetFlag(FLAGS_totals);
+  options.keys = absl::GetFlag(FLAGS_keys);
   if (!ParseCount("window_rows", absl::GetFlag(FLAGS_window_rows),
                   options.window_rows) ||
       !ParseCount("decode", absl::GetFlag(FLAGS_decode), options.decode)) {
@@ -289,7 +300,7 @@ int main(int argc, char** argv) {
       "  import_attention --input=attn.safetensors --output=attn.pb "
       "[--layer=N] [--heads=0,2] [--kv_heads=K] [--id=NAME] "
       "[--layout=matrix|window|chunks] [--window_rows=M] [--decode=D] "
-      "[--totals]\n"
+      "[--totals] [--keys]\n"
       "  import_attention --input=attn.npy --output=attn.pb");
   absl::ParseCommandLine(argc, argv);
   try {

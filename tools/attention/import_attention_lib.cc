@@ -158,6 +158,11 @@ absl::StatusOr<Prepared> Prepare(const std::string& path,
         "a .npy file holds a [heads, L, L] matrix",
         WindowFlagsText(options)));
   }
+  if (npy && options.keys) {
+    return Invalid(
+        "--keys reads keys.<n> beside a layer's tensors of a .safetensors "
+        "file; a .npy file holds a [heads, L, L] matrix");
+  }
   Prepared prepared;
   absl::StatusOr<MappedFile> file = MappedFile::Open(path);
   if (!file.ok()) return file.status();
@@ -191,6 +196,7 @@ absl::StatusOr<v1::Scenario> ImportWithoutName(const std::string& path,
   } else {
     KVSPEC_RETURN_IF_ERROR(CheckWeights(bytes, layout, selected));
   }
+  KVSPEC_RETURN_IF_ERROR(CheckKeys(bytes, layout, plan));
   return BuildScenario(bytes, layout, plan);
 }
 

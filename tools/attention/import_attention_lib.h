@@ -89,8 +89,8 @@
 // the first fault is reported.
 //
 // Which tensor. A .safetensors file may hold layer.<n>, window.<n>,
-// chunk.<n>.<e> and other tensors (e.g. totals.<n>, read only with
-// ImportOptions::totals), or
+// chunk.<n>.<e> and other tensors (e.g. totals.<n> and keys.<n>, read only
+// with ImportOptions::totals and ::keys), or
 // step.<t> tensors, never step.<t> together with the others. The layer
 // number n is `layer`, or, when the file's layer.<n>, window.<n> and
 // chunk.<n>.<e> tensors all have the same n, that n. For n, `layout` says
@@ -225,6 +225,19 @@ struct ImportOptions {
   // prefill step's L - decode, for other layouts, and when the file has no
   // totals.<n>; every value carried must be finite with its sign bit clear.
   bool totals = false;
+  // Also read keys.<n>, float32 [K, L, d] (what capture_attention.py --keys
+  // writes: KV head g's key of position p at [g, p, :], after the rotary
+  // embedding, as the model's cache holds it), and carry them as the
+  // scenario's keys (spec/tensors.md#the-fields): head_dim d, and on each
+  // step, for each of the scenario's KV heads, the keys of the positions
+  // the step admits, bit for bit. The scenario's KV head j is the model's
+  // KV head of its j-th run of query heads ("KV heads" above), so the file
+  // must have __metadata__ "num_key_value_heads" equal to K. Refused for a
+  // .npy file and step rows, when the file has no keys.<n>, for a dtype
+  // other than F32, a shape other than [K, L, 1..1024], and a key that is
+  // not finite (spec/tensors.md#checks), naming the KV head, position and
+  // channel.
+  bool keys = false;
   // The memory the import may use, in bytes. nullopt: MemAvailable from
   // /proc/meminfo when readable, else no limit.
   std::optional<uint64_t> memory_available;
@@ -283,10 +296,13 @@ struct PrefillShape {
 // then one decode step for each query position first_decode .. length - 1.
 // The form above is this with {{prefill_admit, prefill_admit, query_rows}}
 // ({} when prefill_admit is 0).
+// With head_dim d > 0 the scenario carries keys (ImportOptions::keys):
+// head_dim, and on each step kv_heads HeadVectors of admit x d floats.
 uint64_t ScenarioWireBytes(uint64_t id_bytes, uint32_t query_heads,
                            uint32_t kv_heads,
                            const std::vector<PrefillShape>& prefill,
-                           uint64_t first_decode, uint64_t length);
+                           uint64_t first_decode, uint64_t length,
+                           uint32_t head_dim = 0);
 
 // "0,2,5" -> {0, 2, 5}; "" -> {}. Refuses only what is not a list of
 // numbers: an empty list, a repeated head and a head out of range are

@@ -156,6 +156,12 @@ struct Layout {
   std::string totals_tensor;
   uint64_t totals_data = 0;
   uint64_t totals_width = 0;
+  // ImportOptions::keys: keys.<n>, float32 [keys_heads, length, head_dim]
+  // from byte keys_data; keys_tensor empty when not read.
+  std::string keys_tensor;
+  uint64_t keys_data = 0;
+  uint64_t keys_heads = 0;
+  uint32_t head_dim = 0;
   // A .safetensors file's __metadata__ "num_key_value_heads" (its text and
   // number) when it is a decimal number: the model's KV heads.
   std::optional<std::pair<std::string, uint64_t>> kv_heads_metadata;
@@ -198,6 +204,10 @@ struct Plan {
   std::vector<uint32_t> heads;
   std::string id;
   uint32_t kv_heads = 1;
+  // ImportOptions::keys: the file's KV head (keys.<n>'s first index) of
+  // each of the scenario's kv_heads KV heads, and d; empty and 0 without.
+  std::vector<uint64_t> key_heads;
+  uint32_t head_dim = 0;
   // A window or chunks: the prefill steps, in order; prefill[k] takes its
   // query rows from layout.chunks[k]. A window's one step admits positions
   // 0 .. P - 1. Empty for a matrix and step rows.
@@ -241,7 +251,8 @@ absl::StatusOr<Plan> MakePlan(const Layout& layout,
 absl::uint128 WireBytes(uint64_t id_bytes, uint32_t query_heads,
                         uint32_t kv_heads,
                         const std::vector<PrefillShape>& prefill,
-                        uint64_t first_decode, uint64_t length);
+                        uint64_t first_decode, uint64_t length,
+                        uint32_t head_dim);
 
 // What the import of `plan` needs (ImportSize).
 ImportSize MeasurePlan(const Layout& layout, const Plan& plan);
@@ -274,6 +285,11 @@ absl::Status CheckChunkWeights(absl::string_view bytes, const Layout& layout,
 // with its sign bit clear.
 absl::Status CheckTotals(absl::string_view bytes, const Layout& layout,
                          const Plan& plan);
+
+// spec/tensors.md#checks: every key the scenario carries (its KV heads in
+// order, positions ascending, channels ascending) is finite.
+absl::Status CheckKeys(absl::string_view bytes, const Layout& layout,
+                       const Plan& plan);
 
 // The scenario `plan` describes, its weights copied bit for bit from
 // `bytes` (checked before).

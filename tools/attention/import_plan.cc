@@ -148,6 +148,38 @@ absl::StatusOr<uint32_t> ChooseKvHeads(const Layout& layout,
   return derived;
 }
 
+// ImportOptions::keys: the file's KV head (keys.<n>'s first index) of each
+// of the scenario's `kv_heads` KV heads, whose query heads are `heads` in
+// equal runs (ChooseKvHeads checked them against the metadata): the
+// model's KV head h / (H / K) of each run's first head h. The file's
+// __metadata__ "num_key_value_heads" must be there and equal K.
+absl::StatusOr<std::vector<uint64_t>> KeyHeads(
+    const Layout& layout, const std::vector<uint32_t>& heads,
+    uint32_t kv_heads) {
+  const uint64_t K = layout.keys_heads;
+  if (!layout.kv_heads_metadata.has_value()) {
+    return Invalid(absl::StrFormat(
+        "--keys: tensor %s holds %d KV heads' keys, and the file's "
+        "__metadata__ has no num_key_value_heads to say which KV head each "
+        "query head uses (capture_attention.py writes it)",
+        layout.keys_tensor, K));
+  }
+  const auto& [text, kv] = *layout.kv_heads_metadata;
+  if (kv != K) {
+    return Invalid(absl::StrFormat(
+        "--keys: tensor %s holds %d KV heads' keys but __metadata__ says "
+        "num_key_value_heads = \"%s\": the file contradicts itself",
+        layout.keys_tensor, K, text));
+  }
+  const uint64_t group = layout.heads / K;
+  const size_t run = heads.size() / kv_heads;
+  std::vector<uint64_t> key_heads;
+  for (size_t j = 0; j < kv_heads; ++j) {
+    key_heads.push_back(heads[j * run] / group);
+  }
+  return key_heads;
+}
+
 // The chunks' prefill steps and decode steps, in the order
 // import_attention_lib.h gives: D < L, m >= 1, D < m_K.
 absl::StatusOr<Plan> PlanChunks(const Layout& layout,
@@ -201,6 +233,13 @@ absl::StatusOr<Plan> MakePlan(const Layout& layout,
       ChooseKvHeads(layout, options, plan.heads);
   if (!kv_heads.ok()) return kv_heads.status();
   plan.kv_heads = *kv_heads;
+  if (!layout.keys_tensor.empty()) {
+    absl::StatusOr<std::vector<uint64_t>> key_heads =
+        KeyHeads(layout, plan.heads, plan.kv_heads);
+    if (!key_heads.ok()) return key_heads.status();
+    plan.key_heads = std::move(*key_heads);
+    plan.head_dim = layout.head_dim;
+  }
   plan.id = options.id.empty() ? default_id : options.id;
   plan.length = layout.length;
   if (options.totals && layout.kind != Kind::kWindow) {

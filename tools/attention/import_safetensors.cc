@@ -31,6 +31,55 @@ namespace kvspec {
 namespace import_attention {
 namespace {
 
+// ImportOptions::keys: `layout` (layer n's rows) with keys.<n>, float32
+// [K, L, d] with K >= 1, L the layout's and 1 <= d <= 1024
+// (spec/tensors.md#the-fields); K is checked against the KV heads when the
+// plan is made. Without ImportOptions::keys, `layout` as it is.
+absl::StatusOr<Layout> WithKeys(absl::StatusOr<Layout> layout,
+                                const std::vector<TensorEntry>& tensors,
+                                const std::vector<std::string>& names,
+                                uint32_t n, uint64_t data_start,
+                                const ImportOptions& options) {
+  if (!layout.ok() || !options.keys) return layout;
+  const std::string name = absl::StrCat("keys.", n);
+  const TensorEntry* keys = nullptr;
+  for (const TensorEntry& tensor : tensors) {
+    if (tensor.name == name) keys = &tensor;
+  }
+  if (keys == nullptr) {
+    return Invalid(absl::StrFormat(
+        "--keys: the file has no tensor %s (capture_attention.py --keys "
+        "writes it; it holds %s)",
+        name, absl::StrJoin(names, ", ")));
+  }
+  if (keys->dtype != "F32") {
+    return Invalid(absl::StrFormat("tensor %s has dtype %s; keys are F32",
+                                   name, keys->dtype));
+  }
+  if (keys->shape.size() != 3 || keys->shape[0] < 1 ||
+      keys->shape[0] > UINT32_MAX || keys->shape[1] != layout->length ||
+      keys->shape[2] < 1 || keys->shape[2] > 1024) {
+    return Invalid(absl::StrFormat(
+        "tensor %s: shape %s is not [KV heads, L, head_dim] = [1.., %d, "
+        "1..1024]: every position's key, head_dim in [1, 1024] "
+        "(spec/tensors.md#the-fields)",
+        name, ShapeText(keys->shape), layout->length));
+  }
+  const std::optional<uint64_t> need = ByteCount(keys->shape, 4);
+  if (!need.has_value() || *need != keys->end - keys->begin) {
+    return Invalid(absl::StrFormat(
+        "tensor %s: data_offsets [%d, %d] hold %d bytes but shape %s of F32 "
+        "needs %d",
+        name, keys->begin, keys->end, keys->end - keys->begin,
+        ShapeText(keys->shape), need.value_or(0)));
+  }
+  layout->keys_tensor = name;
+  layout->keys_data = data_start + keys->begin;
+  layout->keys_heads = keys->shape[0];
+  layout->head_dim = static_cast<uint32_t>(keys->shape[2]);
+  return layout;
+}
+
 // The layout of the tensors to read; `metadata` receives the file's
 // __metadata__.
 absl::StatusOr<Layout> ReadSafetensorsLayout(absl::string_view bytes,
@@ -258,10 +307,13 @@ absl::StatusOr<Layout> ReadSafetensorsLayout(absl::string_view bytes,
               chunks[i].second->name));
         }
       }
-      return ChunksLayout(layer_chunks, data_start, metadata);
+      return WithKeys(ChunksLayout(layer_chunks, data_start, metadata),
+                      tensors, names, n, data_start, options);
     }
     if (read == TensorLayout::kWindow) {
-      absl::StatusOr<Layout> layout = WindowLayout(*window, data_start, metadata);
+      absl::StatusOr<Layout> layout = WithKeys(
+          WindowLayout(*window, data_start, metadata), tensors, names, n,
+          data_start, options);
       if (!layout.ok() || !options.totals) return layout;
       // ImportOptions::totals: totals.<n>, F64 [heads, P] of the window's
       // heads, 1 <= P <= L (P is checked against the prefill step's
@@ -318,7 +370,9 @@ absl::StatusOr<Layout> ReadSafetensorsLayout(absl::string_view bytes,
       return Invalid(absl::StrCat("tensor ", layer->name, ": ",
                                   shape.message()));
     }
-    return MatrixLayout(layer->shape, data_start + layer->begin, layer->name);
+    return WithKeys(
+        MatrixLayout(layer->shape, data_start + layer->begin, layer->name),
+        tensors, names, n, data_start, options);
   }
 
   // Step rows: step.0 .. step.<L-1>, step.t of shape [heads, t + 1].
@@ -339,6 +393,11 @@ absl::StatusOr<Layout> ReadSafetensorsLayout(absl::string_view bytes,
         "%s to window.<n> and chunk.<n>.<e> tensors; the file holds per-step "
         "rows (step.<t>)",
         WindowFlagsText(options)));
+  }
+  if (options.keys) {
+    return Invalid(
+        "--keys reads keys.<n> beside a layer's tensors; the file holds "
+        "per-step rows (step.<t>)");
   }
   Layout layout;
   layout.kind = Kind::kStepRows;

@@ -13,6 +13,9 @@
 //   Scenario                    id: field(len) if not empty; each step:
 //                               field(step); query_heads, kv_heads:
 //                               1 + varint(value)
+//   keys (head_dim d > 0)       Scenario: head_dim 1 + varint(d); Step:
+//                               per KV head field(row(admit x d)), a
+//                               HeadVectors's packed values as a row's
 //
 // with field(x) = 1 + varint(x) + x.
 #include "tools/attention/import_internal.h"
@@ -113,8 +116,19 @@ absl::uint128 InputBytes(const Layout& layout, const Plan& plan) {
 absl::uint128 WireBytes(uint64_t id_bytes, uint32_t query_heads,
                         uint32_t kv_heads,
                         const std::vector<PrefillShape>& prefill,
-                        uint64_t first_decode, uint64_t length) {
+                        uint64_t first_decode, uint64_t length,
+                        uint32_t head_dim) {
   const uint64_t H = query_heads;
+  // A step's keys: one HeadVectors of admit x d values per KV head.
+  auto keys = [kv_heads, head_dim](uint64_t admit) -> absl::uint128 {
+    if (head_dim == 0) return 0;
+    const absl::uint128 values = absl::uint128(admit) * head_dim;
+    const uint64_t payload =
+        values == 0 ? 0
+                    : Saturate(1 + VarintBytes(Saturate(values * 4)) +
+                               values * 4);
+    return absl::uint128(kv_heads) * (1 + VarintBytes(payload) + payload);
+  };
   absl::uint128 total = 0;
   if (id_bytes > 0) total += FieldBytes(id_bytes);
   for (const PrefillShape& shape : prefill) {
@@ -126,8 +140,8 @@ absl::uint128 WireBytes(uint64_t id_bytes, uint32_t query_heads,
         [](uint64_t n) {
           return VarintBytes(4 * n) | VarintBytes(RowBytes(n)) << 8;
         });
-    absl::uint128 step =
-        1 + VarintBytes(shape.admit) + absl::uint128(H) * rows;
+    absl::uint128 step = 1 + VarintBytes(shape.admit) +
+                         absl::uint128(H) * rows + keys(shape.admit);
     if (shape.total_rows > 0) {
       // Per head a ColumnTotals {repeated double sums = 1} of `end` values
       // (packed), then total_rows.
@@ -140,8 +154,12 @@ absl::uint128 WireBytes(uint64_t id_bytes, uint32_t query_heads,
     const uint64_t saturated = Saturate(step);
     total += absl::uint128(1 + VarintBytes(saturated)) + step;
   }
-  // Decode step q: admit 1 (2 bytes), H rows of q weights.
-  auto step = [H](uint64_t q) { return 2 + H * FieldBytes(RowBytes(q)); };
+  // Decode step q: admit 1 (2 bytes), H rows of q weights, the keys of
+  // one position.
+  const uint64_t decode_keys = Saturate(keys(1));
+  auto step = [H, decode_keys](uint64_t q) {
+    return 2 + decode_keys + H * FieldBytes(RowBytes(q));
+  };
   total += SumPiecewise(
       first_decode, length, [&step](uint64_t q) { return FieldBytes(step(q)); },
       [&step](uint64_t q) -> uint64_t {
@@ -151,6 +169,7 @@ absl::uint128 WireBytes(uint64_t id_bytes, uint32_t query_heads,
       });
   total += 1 + VarintBytes(query_heads);
   total += 1 + VarintBytes(kv_heads);
+  if (head_dim > 0) total += 1 + VarintBytes(head_dim);
   return total;
 }
 
@@ -159,7 +178,7 @@ ImportSize MeasurePlan(const Layout& layout, const Plan& plan) {
   ImportSize size;
   size.scenario_bytes = Saturate(
       WireBytes(plan.id.size(), static_cast<uint32_t>(H), plan.kv_heads,
-                plan.prefill, plan.first_decode, plan.length));
+                plan.prefill, plan.first_decode, plan.length, plan.head_dim));
   const uint64_t decode_steps = plan.length - plan.first_decode;
   size.steps = plan.prefill.size() + decode_steps;
   size.rows = Saturate(absl::uint128(H) *
@@ -174,11 +193,15 @@ ImportSize MeasurePlan(const Layout& layout, const Plan& plan) {
   for (const PrefillShape& step : plan.prefill) {
     if (step.total_rows > 0) totals += absl::uint128(H) * step.end;
   }
-  size.message_bytes = Saturate(weights * 4 + totals * 8 +
+  // Keys carried: every position's, for each of the scenario's KV heads.
+  const absl::uint128 keys =
+      absl::uint128(plan.key_heads.size()) * plan.length * plan.head_dim;
+  size.message_bytes = Saturate(weights * 4 + totals * 8 + keys * 4 +
                                 absl::uint128(size.rows) * 128 +
                                 absl::uint128(size.steps) * 192 +
                                 plan.id.size() + 256);
-  size.input_bytes = Saturate(InputBytes(layout, plan) + totals * 8);
+  size.input_bytes =
+      Saturate(InputBytes(layout, plan) + totals * 8 + keys * 4);
   return size;
 }
 
@@ -272,15 +295,16 @@ uint64_t ScenarioWireBytes(uint64_t id_bytes, uint32_t query_heads,
     prefill.push_back({prefill_admit, prefill_admit, query_rows});
   }
   return Saturate(WireBytes(id_bytes, query_heads, kv_heads, prefill,
-                            first_decode, length));
+                            first_decode, length, 0));
 }
 
 uint64_t ScenarioWireBytes(uint64_t id_bytes, uint32_t query_heads,
                            uint32_t kv_heads,
                            const std::vector<PrefillShape>& prefill,
-                           uint64_t first_decode, uint64_t length) {
+                           uint64_t first_decode, uint64_t length,
+                           uint32_t head_dim) {
   return Saturate(WireBytes(id_bytes, query_heads, kv_heads, prefill,
-                            first_decode, length));
+                            first_decode, length, head_dim));
 }
 
 }  // namespace kvspec

@@ -183,12 +183,57 @@ absl::Status CheckTotals(absl::string_view bytes, const Layout& layout,
   return absl::OkStatus();
 }
 
+absl::Status CheckKeys(absl::string_view bytes, const Layout& layout,
+                       const Plan& plan) {
+  const uint64_t d = plan.head_dim;
+  for (size_t j = 0; j < plan.key_heads.size(); ++j) {
+    const uint64_t g = plan.key_heads[j];
+    for (uint64_t p = 0; p < plan.length; ++p) {
+      for (uint64_t c = 0; c < d; ++c) {
+        const uint32_t bits =
+            BitsAt(bytes.data() + layout.keys_data +
+                   ((g * layout.length + p) * d + c) * 4);
+        if ((bits & 0x7f800000u) != 0x7f800000u) continue;
+        return Invalid(absl::StrFormat(
+            "tensor %s, KV head %d, position %d, channel %d: key %s (bits "
+            "0x%08x); keys must be finite (spec/tensors.md#checks)",
+            layout.keys_tensor, g, p, c, ShortestDecimal(FloatOfBits(bits)),
+            bits));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// spec/tensors.md#the-fields: the keys of positions first .. first + admit
+// - 1, one HeadVectors per KV head of the scenario (KV head 0 first),
+// position-major, bit for bit.
+void CopyKeys(absl::string_view bytes, const Layout& layout, const Plan& plan,
+              uint64_t first, uint64_t admit, v1::Step* step) {
+  const uint64_t d = plan.head_dim;
+  for (uint64_t g : plan.key_heads) {
+    google::protobuf::RepeatedField<float>* values =
+        step->add_keys()->mutable_values();
+    values->Resize(static_cast<int>(admit * d), 0.0f);
+    for (uint64_t i = 0; i < admit * d; ++i) {
+      values->Set(static_cast<int>(i),
+                  FloatOfBits(BitsAt(bytes.data() + layout.keys_data +
+                                     ((g * layout.length + first) * d + i) * 4)));
+    }
+  }
+}
+
+}  // namespace
+
 v1::Scenario BuildScenario(absl::string_view bytes, const Layout& layout,
                            const Plan& plan) {
   v1::Scenario scenario;
   scenario.set_id(plan.id);
   scenario.set_query_heads(static_cast<uint32_t>(plan.heads.size()));
   scenario.set_kv_heads(plan.kv_heads);
+  if (plan.head_dim > 0) scenario.set_head_dim(plan.head_dim);
   const uint64_t steps =
       plan.prefill.size() + plan.length - plan.first_decode;
   scenario.mutable_steps()->Reserve(static_cast<int>(steps));
@@ -221,6 +266,9 @@ v1::Scenario BuildScenario(absl::string_view bytes, const Layout& layout,
       }
       step->set_total_rows(static_cast<uint32_t>(shape.total_rows));
     }
+    if (plan.head_dim > 0) {
+      CopyKeys(bytes, layout, plan, shape.end - shape.admit, shape.admit, step);
+    }
   }
   for (uint64_t q = plan.first_decode; q < plan.length; ++q) {
     v1::Step* step = scenario.add_steps();
@@ -239,6 +287,7 @@ v1::Scenario BuildScenario(absl::string_view bytes, const Layout& layout,
                                     : layout.chunks.back().row(h, q),
               q, row);
     }
+    if (plan.head_dim > 0) CopyKeys(bytes, layout, plan, q, 1, step);
   }
   return scenario;
 }

@@ -5,7 +5,8 @@
 // An input is 5 control bytes, then the file:
 //   byte 0   bit 0: the file's name ends in .safetensors (1) or .npy (0)
 //   byte 1   bit 7: --layer given, = bits 0-1; bits 4-5: --layout
-//            (0: not given, 1 matrix, 2 window, 3 chunks)
+//            (0: not given, 1 matrix, 2 window, 3 chunks); bit 3:
+//            --totals; bit 2: --keys
 //   byte 2   bit 7: --heads given, the heads of bits 0-3 (head i when bit i
 //            is set), in descending order when bit 6 is set;
 //            bits 4-5: --kv_heads 1, 2, 4 or 0
@@ -21,7 +22,9 @@
 // Each accepted import is checked against its promises: MeasureImport gives
 // exactly its serialized size and its step count, and, for a small
 // scenario, the harness runs it through `full` without a refusal (every
-// row has the right length and every weight is accepted).
+// row has the right length and every weight is accepted), and, when it
+// carries keys, through `knorm` (every step's keys have the shape and
+// values spec/tensors.md#checks asks).
 // Built and run by tools/fuzz.sh.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -62,7 +65,7 @@ const std::string& Directory() {
   const char* const layouts[] = {"matrix", "window", "chunks"};
   std::fprintf(stderr,
                "%s: %s (layer %s, layout %s, %s heads, kv_heads %u, "
-               "window_rows %s, decode %s%s)\n",
+               "window_rows %s, decode %s%s%s)\n",
                path.c_str(), what.c_str(),
                options.layer ? std::to_string(*options.layer).c_str() : "-",
                options.layout ? layouts[static_cast<int>(*options.layout)]
@@ -74,7 +77,7 @@ const std::string& Directory() {
                    ? std::to_string(*options.window_rows).c_str()
                    : "-",
                options.decode ? std::to_string(*options.decode).c_str() : "-",
-               options.totals ? ", totals" : "");
+               options.totals ? ", totals" : "", options.keys ? ", keys" : "");
   std::abort();
 }
 
@@ -113,6 +116,15 @@ void ImportAndCheck(const std::string& path,
          absl::StrFormat("the harness refuses the imported scenario at step "
                          "%d: %s",
                          result.refused_step, result.refusal.message()));
+  }
+  if (!scenario->has_head_dim()) return;
+  const kvspec::RunResult knorm = kvspec::RunScenario(
+      {"knorm", {{"budget", 2}}}, kvspec::FromProto(*scenario));
+  if (!knorm.refusal.ok()) {
+    Fail(path, options,
+         absl::StrFormat("knorm refuses the imported scenario's keys at step "
+                         "%d: %s",
+                         knorm.refused_step, knorm.refusal.message()));
   }
 }
 
@@ -157,6 +169,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (control[3] & 0x80) options.window_rows = control[3] & 0x7F;
   if (control[4] & 0x80) options.decode = control[4] & 0x7F;
   options.totals = (control[1] & 0x08) != 0;  // totals.<n> beside a window
+  options.keys = (control[1] & 0x04) != 0;    // keys.<n> beside any layout
+  no_window.keys = options.keys;
   ImportAndCheck(path, options);
   ImportAndCheck(path, no_window);
   return 0;

@@ -155,7 +155,7 @@ def _numpy(value, name):
         raise ValueError(f"{name}: not an array of numbers ({error})") from None
 
 
-def _prefill_scenario(rows, totals, query_heads, kv_heads) -> "pb.Scenario":
+def _prefill_scenario(rows, totals, query_heads, kv_heads, keys=None) -> "pb.Scenario":
     """A one-step prefill (spec/prefill.md#query-rows) from rows
     [query_heads, R, L]: the causal rows of the prompt's last R queries,
     query L - R + r's row read as its first L - R + r + 1 weights (the rest
@@ -189,6 +189,17 @@ def _prefill_scenario(rows, totals, query_heads, kv_heads) -> "pb.Scenario":
         for h in range(heads):
             step.totals.add(sums=sums[h].tolist())
         step.total_rows = length
+    if keys is not None:
+        # spec/tensors.md#the-fields: head_dim d, and per KV head the keys
+        # of the admitted positions, position-major, as float32.
+        array = _numpy(keys, "keys")
+        if array.ndim != 3 or array.shape[:2] != (scenario.kv_heads, length):
+            raise ValueError(f"keys: expected [kv_heads, L, head_dim] = "
+                             f"[{scenario.kv_heads}, {length}, d], got "
+                             f"{tuple(array.shape)}")
+        scenario.head_dim = array.shape[2]
+        for g in range(scenario.kv_heads):
+            step.keys.add(values=array[g].astype(np.float32).reshape(-1).tolist())
     return scenario
 
 
@@ -277,7 +288,7 @@ def _run(config: "pb.PolicyConfig", scenario: "pb.Scenario", cut: bool) -> Run:
 
 
 def run(policy: str, scenario=None, *, rows: Array = None, totals: Array = None,
-        query_heads: Optional[int] = None, kv_heads: Optional[int] = None,
+        keys: Array = None, query_heads: Optional[int] = None, kv_heads: Optional[int] = None,
         params: Optional[Mapping[str, Union[int, str]]] = None,
         preset: Optional[str] = None, compression_ratio: Optional[float] = None,
         seed: int = 0, cut: bool = True) -> Run:
@@ -288,14 +299,17 @@ def run(policy: str, scenario=None, *, rows: Array = None, totals: Array = None,
     file's path, its bytes, or a kvspec.pb.Scenario) or `rows`, a
     [query_heads, R, L] array (numpy or torch) of the causal attention rows
     of a prompt's last R queries, run as one prefill step, with `totals`
-    [query_heads, L] for h2o's column totals and `kv_heads` for grouped
-    heads (default: as many as query heads)."""
+    [query_heads, L] for h2o's column totals, `keys` [kv_heads, L, head_dim]
+    for the presses that score from keys (knorm; spec/tensors.md; carried
+    as float32) and `kv_heads` for grouped heads (default: as many as query
+    heads)."""
     if (scenario is None) == (rows is None):
         raise ValueError("give a scenario or rows, not both and not neither")
-    if rows is None and (totals is not None or query_heads is not None):
-        raise ValueError("totals and query_heads go with rows")
+    if rows is None and (totals is not None or query_heads is not None
+                         or keys is not None):
+        raise ValueError("totals, keys and query_heads go with rows")
     message = (_scenario(scenario) if rows is None
-               else _prefill_scenario(rows, totals, query_heads, kv_heads))
+               else _prefill_scenario(rows, totals, query_heads, kv_heads, keys))
     if rows is None and kv_heads is not None:
         message = pb.Scenario.FromString(message.SerializeToString())
         message.kv_heads = kv_heads

@@ -114,6 +114,34 @@ def torch_tensors_as_numpy():
 
 
 @check
+def knorm_from_keys():
+    # knorm (spec/policies/knorm.md) at kvpress's preset, ratio 0.5, one KV
+    # head of 16 positions: budget max(1, floor(16 x 0.5)) = 8, recent_window
+    # 0; score +0.0 - norm(key). Position p's key is (7p mod 16, 0), so its
+    # norm is 7p mod 16: 0 7 14 5 12 3 10 1 8 15 6 13 4 11 2 9 for p = 0..15.
+    # The 8 lowest scores (the largest norms, 8..15) go: kept are the
+    # positions of norms 0..7, p = 0 1 3 5 7 10 12 14; the first victim in
+    # the cut is p = 9 (norm 15, score -15).
+    keys = np.zeros((1, 16, 2), dtype=np.float32)
+    keys[0, :, 0] = [(7 * p) % 16 for p in range(16)]
+    run = kvspec.run("knorm", rows=last_row_prompt(), keys=keys, kv_heads=1,
+                     preset="kvpress-0.5.5", compression_ratio=0.5)
+    assert run.refusal is None, run.refusal
+    assert run.kept == [[0, 1, 3, 5, 7, 10, 12, 14]], run.kept
+    assert run.steps[0].sets[0].cut[0] == (9, -15.0), run.steps[0].sets[0].cut
+    # Without keys knorm refuses the scenario (spec/tensors.md#checks:
+    # head_dim missing for a policy that reads keys); a NaN key is refused.
+    run = kvspec.run("knorm", rows=last_row_prompt(), kv_heads=1,
+                     preset="kvpress-0.5.5", compression_ratio=0.5)
+    assert run.refusal is not None and run.refusal.category == "INVALID_HEADS", run.refusal
+    assert "head_dim" in run.refusal.message, run.refusal
+    keys[0, 3, 1] = float("nan")
+    run = kvspec.run("knorm", rows=last_row_prompt(), keys=keys, kv_heads=1,
+                     preset="kvpress-0.5.5", compression_ratio=0.5)
+    assert run.refusal is not None, run.kept
+
+
+@check
 def head_parameters_by_word():
     # h2o at query_head granularity: one kept set per query head
     # (spec/heads.md#kept-sets); the word is the value 2.
@@ -155,6 +183,12 @@ def bad_arguments_raise_naming_them():
             (lambda: kvspec.run("h2o", rows=last_row_prompt(), params={"budget": 2.5}),
              "budget"),
             (lambda: kvspec.run("window"), "scenario or rows"),
+            (lambda: kvspec.run("knorm", rows=last_row_prompt(), kv_heads=1,
+                                keys=np.zeros((2, 16, 4))), "keys"),
+            (lambda: kvspec.run("knorm", rows=last_row_prompt(), kv_heads=1,
+                                keys=np.zeros((1, 15, 4))), "keys"),
+            (lambda: kvspec.run("knorm", decode([1]), keys=np.zeros((1, 1, 4))),
+             "keys"),
             (lambda: kvspec.run("window", scenario=b"\xff\xff\xff"), "scenario"),
             (lambda: kvspec.run("window", scenario="/nonexistent/x.pb"), "x.pb"),
     ):
