@@ -28,14 +28,19 @@ prefill scenario of each layer, and tools/simulate --json runs the policy
 with its `preset=kvpress-0.5.5` and the press's ratio; the press is built
 from simulate's effective parameters, so both sides run one configuration.
 
-Runs: every press (SnapKVPress, TOVAPress, StreamingLLMPress and, eager
-only, ObservedAttentionPress, which asserts eager attention) at RATIOS, under
+Each capture also records the layer's keys (capture_attention.py --keys,
+import_attention --keys: the scenario's keys, spec/tensors.md), which
+KnormPress scores from.
+
+Runs: every press (SnapKVPress, TOVAPress, StreamingLLMPress, KnormPress
+and, eager only, ObservedAttentionPress, which asserts eager attention) at RATIOS, under
 eager and sdpa attention, each layer; per layer one case
 `model/<attention>/layer<n>/<policy>-ratio-<percent>`, each KV head one set.
 Under sdpa each case is checked twice: against kvspec fed kvpress's
 recomputed rows (the prediction), and, as
 `model/sdpa-on-eager-rows/...`, against kvspec fed the eager rows (what a
-user who captured eager attention would predict).
+user who captured eager attention would predict; for KnormPress the eager
+run's keys, which differ from the sdpa run's after layer 0).
 
 Classes, per set (tools/kvpress/vectors_check.py defines tie, rounding and rule):
   tie       the positions kept by one side only (D) all have equal kvpress
@@ -86,6 +91,10 @@ PROMPT_SEED = 11
 SNAPKV_WINDOW = 64      # kvpress SnapKVPress's default window_size
 RATIOS = (250000, 500000, 750000)
 POLICIES = ("snapkv", "tova", "streamingllm", "h2o")
+# Presses that score from the keys (spec/tensors.md): the captures carry
+# each layer's keys (capture_attention.py --keys, import_attention --keys).
+# Not in the dtype check, whose scenarios are the model's own rows only.
+KEY_POLICIES = ("knorm",)
 kc.SEVERITY["sdpa"] = kc.SEVERITY["rounding"]
 CLASSES = ("agreed", "tie", "rounding", "sdpa", "rule")
 
@@ -315,11 +324,11 @@ class Kvspec:
                      "--token_ids", os.path.join(self.work, "ids.txt"),
                      "--layers", ",".join(str(n) for n in self.subject.layers),
                      "--window", str(self.rows_carried(rows)),
-                     "--attention", rows,
+                     "--attention", rows, "--keys",
                      "--output", capture], f"capture_attention ({rows})")
             path = os.path.join(self.work, f"{rows}-layer{layer}.pb")
             run([self.importer, f"--input={capture}", f"--layer={layer}",
-                 f"--kv_heads={self.subject.kv_heads}",
+                 f"--kv_heads={self.subject.kv_heads}", "--keys",
                  f"--output={path}"], f"import_attention ({rows}, {layer})")
         except ToolError as error:
             self.errors[key] = str(error)
@@ -347,15 +356,49 @@ class Kvspec:
         kept = [s["kept"] for s in data["kept_at_end"]]
         (step,) = data["steps"]
         scores, cuts = [], []
-        for s in step["sets"]:
+        from_keys = (self.knorm_scores(rows, layer, len(step["sets"]))
+                     if policy == "knorm" else None)
+        for g, s in enumerate(step["sets"]):
             known = kc.rule_scores(policy, params, len(self.subject.ids),
                                    self.rows_carried(rows))
+            if from_keys is not None:
+                known.update(from_keys[g])
             cut = {entry["position"]: float(entry["score"])  # "inf" too
                    for entry in s.get("cut") or []}
+            if from_keys is not None and any(from_keys[g][p] != v
+                                             for p, v in cut.items()):
+                raise ToolError(f"knorm set {g}: a cut's score is not "
+                                f"+0.0 - norm(key) of the captured keys")
             known.update(cut)
             scores.append(known)
             cuts.append(cut)
         return params, kept, scores, cuts
+
+    def knorm_scores(self, rows, layer, sets):
+        """spec/policies/knorm.md's score of every position, one KV head a
+        set (the kvpress preset's granularity): +0.0 - norm(key), the norm
+        as spec/elementary.md gives it (the binary32 channels widened,
+        squared and added in channel order from +0.0 in binary64, then
+        sqrt), from the capture's keys.<layer>. The cut carries these for
+        its positions only; a set's whole ranking is needed to classify
+        kvpress's float32 ties (torch.topk among scores that binary64
+        tells apart)."""
+        from safetensors import safe_open
+        capture = os.path.join(self.work, f"{rows}.safetensors")
+        with safe_open(capture, "np") as f:
+            keys = f.get_tensor(f"keys.{layer}")
+        if keys.shape[0] != sets:
+            raise ToolError(f"knorm: {sets} kept sets, {keys.shape[0]} KV heads")
+        result = []
+        for g in range(keys.shape[0]):
+            by_position = {}
+            for p, key in enumerate(keys[g].tolist()):  # exact widening
+                total = 0.0
+                for x in key:
+                    total += x * x
+                by_position[p] = 0.0 - math.sqrt(total)
+            result.append(by_position)
+        return result
 
 
 def compare(case_id, policy, spec, kv_kept, kv_scores, explain=None):
@@ -384,7 +427,8 @@ def compare(case_id, policy, spec, kv_kept, kv_scores, explain=None):
     return result
 
 
-def compute(work, subject=None, attentions=("eager", "sdpa"), policies=POLICIES,
+def compute(work, subject=None, attentions=("eager", "sdpa"),
+            policies=POLICIES + KEY_POLICIES,
             ratios=RATIOS, swap_layers=False):
     """Every case's result; subject: a Subject (default: the tiny model).
     swap_layers (the self-test): kvspec is fed the next checked layer's
@@ -607,7 +651,7 @@ def table(results):
             + " | failed | scores at the cuts |",
             "| --- | --- | ---: | " + " | ".join("---:" for _ in CLASSES)
             + " | ---: | --- |"]
-    for policy in POLICIES:
+    for policy in POLICIES + KEY_POLICIES:
         for attention in ("eager", "sdpa", "sdpa-on-eager-rows"):
             mine = [r for r in results if r.policy == policy
                     and r.id.split("/")[1] == attention]
@@ -636,13 +680,14 @@ def table(results):
 
 
 def selftest(work, subject=None, name="kvpress-model"):
-    """The check can fail: fed another checked layer's rows, kvspec must
+    """The check can fail: fed another checked layer's rows (and keys), kvspec must
     disagree with every score-based press on some KV head, classified rule;
     and a compressed key row that matches no position is refused."""
     import torch
     failures = 0
     results = compute(work, subject, attentions=("eager",),
-                      policies=("snapkv", "tova", "h2o"), ratios=(500000,),
+                      policies=("snapkv", "tova", "h2o", "knorm"),
+                      ratios=(500000,),
                       swap_layers=True)
     for result in results:
         if result.failure or result.cls != "rule":
