@@ -12,6 +12,9 @@ positions (carrying the last --window queries' rows before them) followed by
 D = --decode decode steps; tools/simulate --json runs each policy of
 --policies with its kvpress-0.5.5 preset (compression once at prefill,
 prefill_only 1: nothing evicted while decoding) at each ratio of --ratios.
+With knorm among them, the capture and the import carry the layer's keys
+too (capture_attention.py --keys, import_attention --keys), which knorm
+scores from.
 
 For each layer, policy, ratio and query head it reports the **retained
 attention mass** of the D decode queries: for decode query q, the share of
@@ -32,7 +35,7 @@ each scenario's id.
 
 The kvpress column: unless --no_kvpress, kvpress 0.5.5's own press for each
 policy and ratio (SnapKVPress, TOVAPress, StreamingLLMPress,
-ObservedAttentionPress) prefills the same first L - D tokens inside the
+ObservedAttentionPress, KnormPress) prefills the same first L - D tokens inside the
 model, and the positions its cache kept are read back and compared, per
 query head, with kvspec's kept set for that head.
 
@@ -78,9 +81,10 @@ from capture_files import HelpFormatter  # noqa: E402  (tools/attention/)
 DEFAULT_PROMPT_TOKENS = 2048
 # The policies with a kvpress-0.5.5 preset (cc/presets.cc), and how each
 # is drawn.
-POLICIES = ("snapkv", "tova", "streamingllm", "h2o")
+POLICIES = ("snapkv", "tova", "streamingllm", "h2o", "knorm")
 STYLE = {"snapkv": ("#1f77b4", "o"), "tova": ("#d62728", "s"),
-         "streamingllm": ("#2ca02c", "^"), "h2o": ("#9467bd", "D")}
+         "streamingllm": ("#2ca02c", "^"), "h2o": ("#9467bd", "D"),
+         "knorm": ("#ff7f0e", "v")}
 
 
 class ReportError(Exception):
@@ -233,7 +237,8 @@ def parse_args(argv):
     parser.add_argument("--policies", default=None,
                         help=f"comma-separated, of: {', '.join(POLICIES)} "
                         "(each run with its kvpress-0.5.5 preset; default: "
-                        "all four, without h2o under --attention sdpa)")
+                        "all five, without h2o under --attention sdpa; knorm "
+                        "scores from the captured keys)")
     parser.add_argument("--attention", default="eager", choices=("eager", "sdpa"),
                         help="the attention arithmetic the rows are captured "
                         "with (h2o needs eager)")
@@ -532,6 +537,9 @@ def report(args, ratios, policies):
     rows_wanted = 2 ** 31 - 1 if args.window == 0 else args.window + args.decode
     totals_args = (["--totals", "--totals_decode", str(args.decode)]
                    if totals else [])
+    # knorm scores from the keys (spec/tensors.md): capture and import them.
+    keys = "knorm" in policies
+    totals_args += ["--keys"] if keys else []
     print(f"attention_report: capturing layers {args.layers} of {model_name} "
           f"over {len(ids):,} tokens ({how}, sha256 {sha[:12]})",
           file=sys.stderr, flush=True)
@@ -562,6 +570,7 @@ def report(args, ratios, policies):
             run([importer, f"--input={capture}", f"--layer={layer}",
                  f"--kv_heads={kv_heads}", f"--window_rows={window_rows}",
                  f"--decode={args.decode}", *(["--totals"] if totals else []),
+                 *(["--keys"] if keys else []),
                  f"--id={model_name}/tokens-{sha[:12]}/layer{layer}",
                  f"--output={scenario}"],
                 f"import_attention layer {layer}")

@@ -551,19 +551,19 @@ refuse "bad device" "--device nowhere" --token_ids "$TMP/ids.txt" \
 # retained mass is a share, so in [0, 1], and it cannot grow as the ratio
 # removes more.
 "$PYTHON" "$REPORT" --model "$TMP/model" --token_ids "$TMP/ids.txt" \
-  --layers 0,1 --window 64 --decode 32 --policies snapkv,tova,streamingllm \
+  --layers 0,1 --window 64 --decode 32 --policies snapkv,tova,streamingllm,knorm \
   --out "$TMP/report" \
   --import_attention "$IMPORT" --simulate "$SIMULATE" >"$TMP/report.out" 2>&1 \
   || fail "attention_report exited $?: $(tail -5 "$TMP/report.out")"
-# Without --policies: all four under eager attention, h2o left out under
+# Without --policies: all five under eager attention, h2o left out under
 # sdpa (whose weights the totals cannot be summed from).
 "$PYTHON" - "$REPORT" "$TMP" <<'PYEOF' || fail "attention_report's default policies"
 import importlib.util, sys
 spec = importlib.util.spec_from_file_location("attention_report", sys.argv[1])
 report = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(report)
-for extra, want in (([], ["snapkv", "tova", "streamingllm", "h2o"]),
-                    (["--attention", "sdpa"], ["snapkv", "tova", "streamingllm"])):
+for extra, want in (([], ["snapkv", "tova", "streamingllm", "h2o", "knorm"]),
+                    (["--attention", "sdpa"], ["snapkv", "tova", "streamingllm", "knorm"])):
     args = report.parse_args(["--out", f"{sys.argv[2]}/defaults-out", *extra])
     _, policies = report.validate(args)
     assert policies == want, (extra, policies)
@@ -574,19 +574,19 @@ out = sys.argv[1]
 data = json.load(open(f"{out}/report.json"))
 assert data["tokens"] == 600 and data["prefill"] == 568 and data["decode"] == 32
 results = data["results"]
-assert len(results) == 2 * 3 * 4, len(results)
+assert len(results) == 2 * 4 * 4, len(results)
 want = {0.25: 426, 0.5: 284, 0.75: 142, 0.9: 56}
 for r in results:
     assert set(r["kept_after_prefill"]) == {want[r["ratio"]]}, r
     assert len(r["per_head"]) == 4 and all(0.0 <= v <= 1.0 for v in r["per_head"]), r
     assert r["worst"] == min(r["per_head"]), r
 for layer in (0, 1):
-    for policy in ("snapkv", "tova", "streamingllm"):
+    for policy in ("snapkv", "tova", "streamingllm", "knorm"):
         masses = [r["mean"] for r in sorted(results, key=lambda r: r["ratio"])
                   if r["layer"] == layer and r["policy"] == policy]
         assert masses == sorted(masses, reverse=True), (layer, policy, masses)
 report = open(f"{out}/report.md").read()
-assert report.count("\n| ") == 2 + 24  # header, rule, rows
+assert report.count("\n| ") == 2 + 32  # header, rule, rows
 # The capture's metadata carried: the prompt's hash, in the JSON and the table.
 import hashlib, struct
 ids = [int(t) for t in open(f"{out}/token_ids.txt").read().split()]
@@ -594,17 +594,21 @@ sha = hashlib.sha256(struct.pack(f"<{len(ids)}q", *ids)).hexdigest()
 assert len(ids) == 600 and data["token_ids_sha256"] == sha and sha in report, data
 # The kvpress column: kvpress's own presses in the model keep kvspec's sets
 # at 50 % (568 -> 284 kept, well above SnapKV's window of 64).
+# Not knorm at layer 0: RoPE rotates a key without changing its norm, so a
+# layer-0 key's norm is its token's (64 token ids over 568 positions here),
+# and positions of one token tie but for the rounding of the rotation,
+# which kvpress's float32 norm and kvspec's binary64 one break differently.
 for r in results:
     assert len(r["kvpress_differ_per_head"]) == 4, r
-    if r["ratio"] == 0.5:
+    if r["ratio"] == 0.5 and (r["policy"], r["layer"]) != ("knorm", 0):
         assert r["kvpress_heads_agreeing"] == 4, r
 ET.parse(f"{out}/retained.svg")
 assert open(f"{out}/retained.png", "rb").read(8) == b"\x89PNG\r\n\x1a\n"
 csv = open(f"{out}/retained.csv").read().splitlines()
-assert csv[0].startswith("layer,policy,ratio,kept_fraction,mean_retained") and len(csv) == 25, csv[:2]
-print("attention_report: 24 rows, kept counts as kvpress computes them, kvpress agreeing at 50 %")
+assert csv[0].startswith("layer,policy,ratio,kept_fraction,mean_retained") and len(csv) == 33, csv[:2]
+print("attention_report: 32 rows (knorm from the keys too), kept counts as kvpress computes them, kvpress agreeing at 50 %")
 PYEOF
-grep -q "attention_report: simulate 24 of 24" "$TMP/report.out" \
+grep -q "attention_report: simulate 32 of 32" "$TMP/report.out" \
   && grep -q "capture_attention: layer 1 (2 of 2, captured)" "$TMP/report.out" \
   || fail "attention_report's progress lines: $(head -20 "$TMP/report.out")"
 # Its files are written whole, never over a FIFO, a symlink or a device
