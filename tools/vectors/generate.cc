@@ -81,6 +81,43 @@ std::string Render(const google::protobuf::Message& message) {
   return text;
 }
 
+// spec/vectors.md#files: the text copy of a group, for review. A case
+// whose expected log renders to more than kSummaryBytes of text shows its
+// first and last kSummarySteps steps only, and a comment line under its id
+// says which steps are left out; the .pb holds every step. (The long logs,
+// of the canonical traces' thousands of steps, made about 25 of the
+// suite's 39 MB of text: spec/vectors.md#files.)
+constexpr size_t kSummaryBytes = 65536;
+constexpr int kSummarySteps = 8;
+
+absl::StatusOr<std::string> RenderForReview(const v1::VectorFile& file) {
+  v1::VectorFile shown = file;
+  std::map<std::string, std::string> notes;  // case id -> its comment line
+  for (v1::Case& c : *shown.mutable_cases()) {
+    const int steps = c.expected().steps_size();
+    if (steps <= 2 * kSummarySteps) continue;
+    if (Render(c.expected()).size() <= kSummaryBytes) continue;
+    c.mutable_expected()->mutable_steps()->DeleteSubrange(
+        kSummarySteps, steps - 2 * kSummarySteps);
+    notes[c.id()] = absl::StrFormat(
+        "  # expected: %d steps; steps %d .. %d are left out of this text "
+        "copy (over %d bytes of text): %s.pb has them all\n",
+        steps, kSummarySteps, steps - kSummarySteps - 1, kSummaryBytes,
+        GroupOf(c.id()));
+  }
+  std::string text = Render(shown);
+  for (const auto& [id, note] : notes) {
+    const std::string head = absl::StrCat("cases {\n  id: \"", id, "\"\n");
+    const size_t at = text.find(head);
+    if (at == std::string::npos) {
+      return absl::InternalError("the text copy has no case '" + id +
+                                 "' to put its summary's comment under");
+    }
+    text.insert(at + head.size(), note);
+  }
+  return text;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<GeneratedFile>> GenerateVectorFiles(
@@ -170,9 +207,11 @@ absl::StatusOr<std::vector<GeneratedFile>> GenerateVectorFiles(
       if (min_margin.has_value()) out->set_min_margin(*min_margin);
     }
     all_scenarios_used.insert(used.begin(), used.end());
+    absl::StatusOr<std::string> text = RenderForReview(file);
+    if (!text.ok()) return text.status();
     for (const auto& [suffix, bytes] :
          std::vector<std::pair<std::string, std::string>>{
-             {".pb", Serialize(file)}, {".textproto", Render(file)}}) {
+             {".pb", Serialize(file)}, {".textproto", *text}}) {
       v1::ManifestEntry* entry = manifest.add_files();
       entry->set_path(group + suffix);
       entry->set_sha256(Sha256Hex(bytes));
