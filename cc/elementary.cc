@@ -61,6 +61,18 @@ double Norm(absl::Span<const float> a) {
   return std::sqrt(sum);
 }
 
+double Norm(absl::Span<const double> a) {
+  double sum = 0.0;
+  for (double entry : a) sum += entry * entry;
+  return std::sqrt(sum);
+}
+
+double Dot(absl::Span<const double> a, absl::Span<const double> b) {
+  double sum = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) sum += a[i] * b[i];
+  return sum;
+}
+
 double Exp(double x) {
   const uint64_t bits = BitsOf(x);
   const bool negative = (bits >> 63) != 0;

@@ -34,6 +34,15 @@ double Log(double x);
 // +0.0, then one IEEE sqrt.
 double Norm(absl::Span<const float> a);
 
+// The same for binary64 entries (no widening): sqrt of the squares summed
+// from index 0 into +0.0.
+double Norm(absl::Span<const double> a);
+
+// spec/elementary.md#reductions-over-vectors: dot(a, b), the products
+// a[i] * b[i] summed from index 0 into +0.0, each product rounded (no fused
+// multiply-add). a and b have the same length.
+double Dot(absl::Span<const double> a, absl::Span<const double> b);
+
 }  // namespace kvspec
 
 #endif  // KVSPEC_CC_ELEMENTARY_H_

@@ -116,7 +116,8 @@ struct Decision {
 std::optional<Decision> DecisionOf(const RankingObservation& ranking);
 // (survivor - victim) / max(|survivor|, |victim|): 0 for equal scores, 1
 // for a survivor of +infinity above a finite victim. In [0, 1] for scores
-// of one sign (weights' are >= 0, knorm's <= 0).
+// of one sign (weights' are >= 0, knorm's <= 0); up to 2 for a negative
+// victim below a positive survivor (keydiff's scores are of either sign).
 double RelativeMargin(const Decision& decision);
 
 }  // namespace kvspec

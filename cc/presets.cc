@@ -75,6 +75,12 @@ const std::vector<Preset>& Presets() {
         {"prefill_only", 1}},
        "kvpress 0.5.5 presses/knorm_press.py, KnormPress.score and "
        "ScorerPress.compress"},
+      // spec/policies/keydiff.md#presets.
+      {"keydiff", "kvpress-0.5.5",
+       {{"recent_window", 0}, {"granularity", 1}, {"aggregation", 0},
+        {"prefill_only", 1}},
+       "kvpress 0.5.5 presses/keydiff_press.py, KeyDiffPress.score and "
+       "ScorerPress.compress"},
       // spec/policies/openvino.md#presets.
       {"openvino", "openvino-genai-2026.3.0",
        {{"budget", 672}, {"sinks", 32}, {"recent_window", 128}, {"block", 32},

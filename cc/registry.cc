@@ -26,6 +26,7 @@ const std::vector<const PolicyEntry*>& Entries() {
       &policies::RandomEntry(),
       &policies::OpenVinoEntry(),
       &policies::KnormEntry(),
+      &policies::KeyDiffEntry(),
   };
   return *entries;
 }

@@ -60,7 +60,8 @@ TEST(Registry, ListsEveryPolicyWithItsCard) {
   for (const PolicyInfo& info : policies) names.push_back(info.name);
   EXPECT_EQ(names, (std::vector<std::string>{"full", "window", "streamingllm",
                                              "h2o", "tova", "snapkv",
-                                             "random", "openvino", "knorm"}));
+                                             "random", "openvino", "knorm",
+                                             "keydiff"}));
   for (const PolicyInfo& info : policies) {
     EXPECT_EQ(info.card, "spec/policies/" + info.name + ".md");
     // Every registered policy builds with its defaults.

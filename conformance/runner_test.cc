@@ -596,7 +596,8 @@ TEST(Runner, AnOldPortThatDeclaresNothingGetsNoFailure) {
                             policy == "streamingllm";
     const bool registered = positional || policy == "h2o" || policy == "tova" ||
                             policy == "snapkv" || policy == "random" ||
-                            policy == "openvino" || policy == "knorm";
+                            policy == "openvino" || policy == "knorm" ||
+                            policy == "keydiff";
     const bool only_decode =
         c.vector->features_size() == 1 && c.vector->features(0) == "decode";
     if (registered && !positional) {

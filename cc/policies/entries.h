@@ -63,6 +63,7 @@ const PolicyEntry& SnapKvEntry();
 const PolicyEntry& RandomEntry();
 const PolicyEntry& OpenVinoEntry();
 const PolicyEntry& KnormEntry();
+const PolicyEntry& KeyDiffEntry();
 
 }  // namespace policies
 }  // namespace kvspec

@@ -12,9 +12,9 @@ positions (carrying the last --window queries' rows before them) followed by
 D = --decode decode steps; tools/simulate --json runs each policy of
 --policies with its kvpress-0.5.5 preset (compression once at prefill,
 prefill_only 1: nothing evicted while decoding) at each ratio of --ratios.
-With knorm among them, the capture and the import carry the layer's keys
-too (capture_attention.py --keys, import_attention --keys), which knorm
-scores from.
+With knorm or keydiff among them, the capture and the import carry the
+layer's keys too (capture_attention.py --keys, import_attention --keys),
+which those score from.
 
 For each layer, policy, ratio and query head it reports the **retained
 attention mass** of the D decode queries: for decode query q, the share of
@@ -35,7 +35,7 @@ each scenario's id.
 
 The kvpress column: unless --no_kvpress, kvpress 0.5.5's own press for each
 policy and ratio (SnapKVPress, TOVAPress, StreamingLLMPress,
-ObservedAttentionPress, KnormPress) prefills the same first L - D tokens inside the
+ObservedAttentionPress, KnormPress, KeyDiffPress) prefills the same first L - D tokens inside the
 model, and the positions its cache kept are read back and compared, per
 query head, with kvspec's kept set for that head.
 
@@ -81,10 +81,12 @@ from capture_files import HelpFormatter  # noqa: E402  (tools/attention/)
 DEFAULT_PROMPT_TOKENS = 2048
 # The policies with a kvpress-0.5.5 preset (cc/presets.cc), and how each
 # is drawn.
-POLICIES = ("snapkv", "tova", "streamingllm", "h2o", "knorm")
+POLICIES = ("snapkv", "tova", "streamingllm", "h2o", "knorm", "keydiff")
+# The policies scored from the captured keys (spec/tensors.md).
+KEY_POLICIES = ("knorm", "keydiff")
 STYLE = {"snapkv": ("#1f77b4", "o"), "tova": ("#d62728", "s"),
          "streamingllm": ("#2ca02c", "^"), "h2o": ("#9467bd", "D"),
-         "knorm": ("#ff7f0e", "v")}
+         "knorm": ("#ff7f0e", "v"), "keydiff": ("#8c564b", "P")}
 
 
 class ReportError(Exception):
@@ -237,8 +239,8 @@ def parse_args(argv):
     parser.add_argument("--policies", default=None,
                         help=f"comma-separated, of: {', '.join(POLICIES)} "
                         "(each run with its kvpress-0.5.5 preset; default: "
-                        "all five, without h2o under --attention sdpa; knorm "
-                        "scores from the captured keys)")
+                        "all six, without h2o under --attention sdpa; knorm "
+                        "and keydiff score from the captured keys)")
     parser.add_argument("--attention", default="eager", choices=("eager", "sdpa"),
                         help="the attention arithmetic the rows are captured "
                         "with (h2o needs eager)")
@@ -537,8 +539,9 @@ def report(args, ratios, policies):
     rows_wanted = 2 ** 31 - 1 if args.window == 0 else args.window + args.decode
     totals_args = (["--totals", "--totals_decode", str(args.decode)]
                    if totals else [])
-    # knorm scores from the keys (spec/tensors.md): capture and import them.
-    keys = "knorm" in policies
+    # knorm and keydiff score from the keys (spec/tensors.md): capture and
+    # import them.
+    keys = any(p in KEY_POLICIES for p in policies)
     totals_args += ["--keys"] if keys else []
     print(f"attention_report: capturing layers {args.layers} of {model_name} "
           f"over {len(ids):,} tokens ({how}, sha256 {sha[:12]})",

@@ -555,15 +555,16 @@ refuse "bad device" "--device nowhere" --token_ids "$TMP/ids.txt" \
   --out "$TMP/report" \
   --import_attention "$IMPORT" --simulate "$SIMULATE" >"$TMP/report.out" 2>&1 \
   || fail "attention_report exited $?: $(tail -5 "$TMP/report.out")"
-# Without --policies: all five under eager attention, h2o left out under
+# Without --policies: all six under eager attention, h2o left out under
 # sdpa (whose weights the totals cannot be summed from).
 "$PYTHON" - "$REPORT" "$TMP" <<'PYEOF' || fail "attention_report's default policies"
 import importlib.util, sys
 spec = importlib.util.spec_from_file_location("attention_report", sys.argv[1])
 report = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(report)
-for extra, want in (([], ["snapkv", "tova", "streamingllm", "h2o", "knorm"]),
-                    (["--attention", "sdpa"], ["snapkv", "tova", "streamingllm", "knorm"])):
+for extra, want in (([], ["snapkv", "tova", "streamingllm", "h2o", "knorm", "keydiff"]),
+                    (["--attention", "sdpa"], ["snapkv", "tova", "streamingllm", "knorm",
+                                               "keydiff"])):
     args = report.parse_args(["--out", f"{sys.argv[2]}/defaults-out", *extra])
     _, policies = report.validate(args)
     assert policies == want, (extra, policies)

@@ -19,7 +19,7 @@ namespace {
 const char* const kFamilies[] = {"full/",   "window/", "streamingllm/", "h2o/",
                                  "tova/",   "snapkv/", "random/",       "harness/",
                                  "prefill/", "search/", "triggers/", "blocks/",
-                                 "openvino/", "knorm/", "tensors/"};
+                                 "openvino/", "knorm/", "tensors/", "keydiff/"};
 
 // The backticked tokens of `text` that are case IDs.
 std::vector<std::string> CaseIds(absl::string_view text) {

@@ -122,6 +122,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         {"max_pool", 2}, {"obs_window", 2}}},
       // spec/policies/knorm.md: scored from the scenario's keys.
       {"knorm", {{"budget", 3}, {"granularity", granularity}}},
+      // spec/policies/keydiff.md: its anchor from every kept key.
+      {"keydiff", {{"budget", 3}, {"granularity", granularity}}},
   };
   kvspec::RunOptions options;
   options.record_cut = true;

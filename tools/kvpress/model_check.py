@@ -94,7 +94,7 @@ POLICIES = ("snapkv", "tova", "streamingllm", "h2o")
 # Presses that score from the keys (spec/tensors.md): the captures carry
 # each layer's keys (capture_attention.py --keys, import_attention --keys).
 # Not in the dtype check, whose scenarios are the model's own rows only.
-KEY_POLICIES = ("knorm",)
+KEY_POLICIES = kc.KEY_POLICIES
 kc.SEVERITY["sdpa"] = kc.SEVERITY["rounding"]
 CLASSES = ("agreed", "tie", "rounding", "sdpa", "rule")
 
@@ -356,8 +356,8 @@ class Kvspec:
         kept = [s["kept"] for s in data["kept_at_end"]]
         (step,) = data["steps"]
         scores, cuts = [], []
-        from_keys = (self.knorm_scores(rows, layer, len(step["sets"]))
-                     if policy == "knorm" else None)
+        from_keys = (self.key_scores(policy, rows, layer, len(step["sets"]))
+                     if policy in KEY_POLICIES else None)
         for g, s in enumerate(step["sets"]):
             known = kc.rule_scores(policy, params, len(self.subject.ids),
                                    self.rows_carried(rows))
@@ -367,20 +367,20 @@ class Kvspec:
                    for entry in s.get("cut") or []}
             if from_keys is not None and any(from_keys[g][p] != v
                                              for p, v in cut.items()):
-                raise ToolError(f"knorm set {g}: a cut's score is not "
-                                f"+0.0 - norm(key) of the captured keys")
+                raise ToolError(f"{policy} set {g}: a cut's score is not "
+                                f"the card's score of the captured keys")
             known.update(cut)
             scores.append(known)
             cuts.append(cut)
         return params, kept, scores, cuts
 
-    def knorm_scores(self, rows, layer, sets):
-        """spec/policies/knorm.md's score of every position, one KV head a
-        set (the kvpress preset's granularity): +0.0 - norm(key), the norm
-        as spec/elementary.md gives it (the binary32 channels widened,
-        squared and added in channel order from +0.0 in binary64, then
-        sqrt), from the capture's keys.<layer>. The cut carries these for
-        its positions only; a set's whole ranking is needed to classify
+    def key_scores(self, policy, rows, layer, sets):
+        """The card's score of every position at the prefill, one KV head a
+        set (the kvpress preset's granularity), from the capture's
+        keys.<layer> (kc.key_scores: knorm.md's +0.0 - norm(key),
+        keydiff.md's +0.0 - dot(unit key, anchor), in binary64 as
+        spec/elementary.md orders it). The cut carries these for its
+        positions only; a set's whole ranking is needed to classify
         kvpress's float32 ties (torch.topk among scores that binary64
         tells apart)."""
         from safetensors import safe_open
@@ -388,16 +388,9 @@ class Kvspec:
         with safe_open(capture, "np") as f:
             keys = f.get_tensor(f"keys.{layer}")
         if keys.shape[0] != sets:
-            raise ToolError(f"knorm: {sets} kept sets, {keys.shape[0]} KV heads")
-        result = []
-        for g in range(keys.shape[0]):
-            by_position = {}
-            for p, key in enumerate(keys[g].tolist()):  # exact widening
-                total = 0.0
-                for x in key:
-                    total += x * x
-                by_position[p] = 0.0 - math.sqrt(total)
-            result.append(by_position)
+            raise ToolError(f"{policy}: {sets} kept sets, {keys.shape[0]} KV heads")
+        result = [kc.key_scores(policy, keys[g].tolist())
+                  for g in range(keys.shape[0])]
         return result
 
 

@@ -106,7 +106,9 @@ ROUNDING_REL = 2.0 ** -12
 
 PRESS_NAMES = {"h2o": "ObservedAttentionPress", "tova": "TOVAPress",
                "snapkv": "SnapKVPress", "streamingllm": "StreamingLLMPress",
-               "knorm": "KnormPress"}
+               "knorm": "KnormPress", "keydiff": "KeyDiffPress"}
+# The policies scored from the scenario's keys (spec/tensors.md).
+KEY_POLICIES = ("knorm", "keydiff")
 CLASSES = ("agreed", "tie", "rounding", "rule")
 SEVERITY = {name: rank for rank, name in enumerate(CLASSES)}
 
@@ -128,6 +130,8 @@ DEFAULTS = {
     "streamingllm": {"budget": 512, "sinks": 4, "prefill_only": 0, "ratio_ppm": 0},
     "knorm": {"budget": 512, "recent_window": 0, "granularity": 1, "aggregation": 0,
               "prefill_only": 0, "ratio_ppm": 0},
+    "keydiff": {"budget": 512, "recent_window": 0, "granularity": 1, "aggregation": 0,
+                "prefill_only": 0, "ratio_ppm": 0},
 }
 FIXED_BY_PRESS = {
     "snapkv": {"recent_window": 0, "granularity": 1, "aggregation": 0, "adaptive": 0,
@@ -138,6 +142,7 @@ FIXED_BY_PRESS = {
              "protect_newest": 1},
     "streamingllm": {},
     "knorm": {"recent_window": 0, "granularity": 1},
+    "keydiff": {"recent_window": 0, "granularity": 1},
 }
 
 
@@ -284,6 +289,9 @@ def make_press(policy, params):
     if policy == "knorm":
         from kvpress import KnormPress
         return KnormPress(compression_ratio=ratio)
+    if policy == "keydiff":
+        from kvpress import KeyDiffPress
+        return KeyDiffPress(compression_ratio=ratio)
     return StreamingLLMPress(compression_ratio=ratio, n_sink=params["sinks"])
 
 
@@ -376,6 +384,45 @@ def run_press(press, module, hidden_states, keys, values, attentions):
     return kept, scores[0].to(torch.float32).tolist()
 
 
+def _norm(v):
+    total = 0.0  # a loop: sum() is compensated from Python 3.12
+    for x in v:
+        total += x * x
+    return math.sqrt(total)
+
+
+def _unit(v):
+    n = _norm(v)
+    return [0.0] * len(v) if n == 0.0 else [x / n for x in v]
+
+
+def key_scores(policy, keys):
+    """The spec's score of every position under one KV head, from `keys` (a
+    list per position of its binary32 entries, as Python floats), in
+    binary64 as the cards give them: knorm.md#how-it-works, +0.0 -
+    norm(key); keydiff.md#how-it-works, +0.0 - dot(unit key, anchor), the
+    anchor the unit of the mean of every position's unit key (the sums in
+    index order from +0.0, one division). {position: score}."""
+    if policy == "knorm":
+        return {p: 0.0 - _norm(key) for p, key in enumerate(keys)}
+    units = [_unit(key) for key in keys]
+    d = len(units[0]) if units else 0
+    mean = []
+    for c in range(d):
+        total = 0.0
+        for u in units:
+            total += u[c]
+        mean.append(total / len(units))
+    anchor = _unit(mean)
+    scores = {}
+    for p, u in enumerate(units):
+        dot = 0.0
+        for c in range(d):
+            dot += u[c] * anchor[c]
+        scores[p] = 0.0 - dot
+    return scores
+
+
 def rule_scores(policy, params, length, m):
     """Spec scores known from a card's rule, not from a cut."""
     known = {}
@@ -430,7 +477,7 @@ def check_case(case, scenarios):
         length = step.admit
         attentions, keys, values, hidden_states, m = build_inputs(step, length, hq, hkv)
         head_dim = HEAD_DIM
-        if policy == "knorm":  # spec/policies/knorm.md: scored from the keys
+        if policy in KEY_POLICIES:  # scored from the keys (spec/tensors.md)
             keys, values = scenario_keys(scenario, step, length, hkv)
             head_dim = keys.shape[3]
 
@@ -449,12 +496,9 @@ def check_case(case, scenarios):
                 raise CaseError(f"set {s}: kept_count {rec.kept_count}, but {length} "
                                 f"admitted less {len(victims)} victims is {len(kept)}")
             scores = rule_scores(policy, params, length, m)
-            if policy == "knorm":  # knorm.md#how-it-works, per set's KV head
-                for p in range(length):
-                    total = 0.0  # a loop: sum() is compensated from Python 3.12
-                    for x in keys[0, s if len(records) == hkv else 0, p].tolist():
-                        total += x * x
-                    scores[p] = 0.0 - math.sqrt(total)
+            if policy in KEY_POLICIES:  # every position's score, per set's KV head
+                scores.update(key_scores(
+                    policy, keys[0, s if len(records) == hkv else 0].tolist()))
             for ranked in rec.cut:
                 scores[ranked.position] = ranked.score
             spec.append((kept, scores, list(rec.cut)))
@@ -635,7 +679,7 @@ def check(path, results, errors, flag=FLAG):
 def table(results):
     rows = ["| press | cases | agreed | tie | rounding | rule | failed | scores at the cuts |",
             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
-    for policy in ("snapkv", "h2o", "tova", "streamingllm", "knorm"):
+    for policy in ("snapkv", "h2o", "tova", "streamingllm", "knorm", "keydiff"):
         mine = [r for r in results if r.policy == policy]
         counts = {c: 0 for c in CLASSES}
         failed = 0

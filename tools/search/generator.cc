@@ -453,8 +453,10 @@ SearchCase GenerateCase(uint64_t seed, uint64_t index) {
   // Keys (spec 0.16.0) and the policy that reads them come from a stream of
   // their own, so that every other case is what it was before keys existed.
   Draw k(Mix64(Mix64(seed ^ 0x6b657973ULL) ^ index));  // "keys"
+  // knorm (0.16.0) or keydiff (0.17.0), half each, the choice drawn only
+  // for a case that reads keys.
   const bool knorm = k.P(12);
-  if (knorm) c.policy = MakePolicyConfig(k, "knorm", plan);
+  if (knorm) c.policy = MakePolicyConfig(k, k.P(50) ? "knorm" : "keydiff", plan);
 
   // A trace has no keys: a knorm case is given one rarely (refused).
   if (d.P(6) && (!knorm || k.P(10))) {

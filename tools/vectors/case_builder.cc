@@ -22,6 +22,20 @@ namespace build {
 
 ScenarioStep Null(uint32_t admit) { return {admit, std::nullopt}; }
 
+ScenarioStep KeyStep(uint32_t admit, std::vector<std::vector<float>> keys) {
+  ScenarioStep step = Null(admit);
+  step.keys = std::move(keys);
+  return step;
+}
+
+Scenario OneHeadKeys(std::string id, const std::vector<std::vector<float>>& keys) {
+  std::vector<ScenarioStep> steps;
+  for (const std::vector<float>& key : keys) steps.push_back(KeyStep(1, {key}));
+  Scenario scenario = Explicit(std::move(id), std::move(steps));
+  scenario.head_dim = 2;
+  return scenario;
+}
+
 ScenarioStep WithRow(Row row, uint32_t admit) {
   return {admit, std::move(row)};
 }

@@ -60,6 +60,11 @@ Scenario Chunks(std::string id, const std::vector<uint32_t>& chunks);  // null r
 Scenario Traced(std::string id, const TraceConfig& trace);
 // Chunks, null steps and fresh weights at every step, from `seed`.
 Scenario Wandering(std::string id, uint32_t steps, uint64_t seed);
+// spec/tensors.md: a step admitting `admit` positions with null attention
+// and these keys (one list per KV head, admit x head_dim values each).
+ScenarioStep KeyStep(uint32_t admit, std::vector<std::vector<float>> keys);
+// One head, head_dim 2, one position a step with these keys.
+Scenario OneHeadKeys(std::string id, const std::vector<std::vector<float>>& keys);
 // spec/heads.md: the scenario with these head counts.
 Scenario WithHeads(Scenario scenario, std::optional<uint32_t> query_heads,
                    std::optional<uint32_t> kv_heads);
@@ -106,6 +111,8 @@ void AddOpenVinoScenarios(SuiteBuilder& b);  // cases_openvino.cc
 void AddOpenVinoCases(SuiteBuilder& b);      // cases_openvino.cc
 void AddKnormScenarios(SuiteBuilder& b);     // cases_knorm.cc
 void AddKnormCases(SuiteBuilder& b);         // cases_knorm.cc
+void AddKeyDiffScenarios(SuiteBuilder& b);   // cases_keydiff.cc
+void AddKeyDiffCases(SuiteBuilder& b);       // cases_keydiff.cc
 void AddForeignParameterCases(SuiteBuilder& b);  // cases.cc
 
 }  // namespace build

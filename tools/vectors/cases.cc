@@ -85,6 +85,8 @@ Suite BuildSuite() {
   AddOpenVinoCases(builder);
   AddKnormScenarios(builder);
   AddKnormCases(builder);
+  AddKeyDiffScenarios(builder);
+  AddKeyDiffCases(builder);
   AddForeignParameterCases(builder);
   for (CombinationCase& c : CombinationCases()) {  // combination_cases.h
     builder.Add(std::move(c.scenario));

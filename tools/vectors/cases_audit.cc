@@ -280,8 +280,9 @@ void AddAuditCases(SuiteBuilder& b) {
                    std::to_string(bound.value) + "): " +
                    (bound.accepted ? "accepted" : "refused"),
                P(info.name.c_str(), parameters),
-               // knorm reads keys (spec/tensors.md): a scenario with them.
-               info.name == "knorm" ? "kn-rows" : "rows-6");
+               // knorm and keydiff read keys (spec/tensors.md): a
+               // scenario with them.
+               ReadsKeys(info.name) ? "kn-rows" : "rows-6");
       }
     }
   }

@@ -17,23 +17,6 @@ namespace {
 
 using Keys = std::vector<float>;
 
-// One step admitting `admit` positions with null attention and these keys
-// (one list per KV head).
-ScenarioStep KeyStep(uint32_t admit, std::vector<Keys> keys) {
-  ScenarioStep step = Null(admit);
-  step.keys = std::move(keys);
-  return step;
-}
-
-// One head, head_dim 2, one position a step with these keys.
-Scenario OneHead(std::string id, const std::vector<Keys>& keys) {
-  std::vector<ScenarioStep> steps;
-  for (const Keys& key : keys) steps.push_back(KeyStep(1, {key}));
-  Scenario scenario = Explicit(std::move(id), std::move(steps));
-  scenario.head_dim = 2;
-  return scenario;
-}
-
 // `steps` steps of 1 to 3 positions, with attention rows from the Rng on
 // odd steps (knorm ignores them), Hq query heads in Hkv groups, keys of
 // head_dim `dim` with entries in (-1, 1) as multiples of 2^-10 from the Rng.
@@ -89,13 +72,13 @@ PolicyConfig Knorm(std::vector<Parameter> parameters) {
 }  // namespace
 
 void AddKnormScenarios(SuiteBuilder& b) {
-  b.Add(OneHead("kn-basic", {{3, 4}, {1, 0}, {0, 2}}));
-  b.Add(OneHead("kn-window", {{3, 4}, {1, 0}, {6, 8}}));
-  b.Add(OneHead("kn-tie", {{0, 1}, {1, 0}, {0, 0.5f}}));
-  b.Add(OneHead("kn-zero", {{0, 0}, {-0.0f, -0.0f}, {-3, 4}, {3, -4}}));
+  b.Add(OneHeadKeys("kn-basic", {{3, 4}, {1, 0}, {0, 2}}));
+  b.Add(OneHeadKeys("kn-window", {{3, 4}, {1, 0}, {6, 8}}));
+  b.Add(OneHeadKeys("kn-tie", {{0, 1}, {1, 0}, {0, 0.5f}}));
+  b.Add(OneHeadKeys("kn-zero", {{0, 0}, {-0.0f, -0.0f}, {-3, 4}, {3, -4}}));
   // (1, 2^-12): its square sum 1 + 2^-24 is exact in binary64 and ties
   // with (1, 0)'s 1 when rounded to binary32 (to even).
-  b.Add(OneHead("kn-squares", {{1, 0}, {1, 0x1p-12f}, {0, 0.5f}}));
+  b.Add(OneHeadKeys("kn-squares", {{1, 0}, {1, 0x1p-12f}, {0, 0.5f}}));
   {
     // A chunk over the budget: three positions in one step, one kept
     // before them.
@@ -106,7 +89,7 @@ void AddKnormScenarios(SuiteBuilder& b) {
   }
   {
     // Attention rows that would decide h2o or tova: knorm ignores them.
-    Scenario rows = OneHead("kn-rows", {{1, 0}, {0, 2}, {0, 1}, {0.5f, 0}});
+    Scenario rows = OneHeadKeys("kn-rows", {{1, 0}, {0, 2}, {0, 1}, {0.5f, 0}});
     rows.steps[1].attention = Row{0.0f};
     rows.steps[2].attention = Row{0.0f, 1.0f};
     rows.steps[3].attention = Row{1.0f, 0.0f, 0.0f};
@@ -168,7 +151,7 @@ void AddKnormScenarios(SuiteBuilder& b) {
   }
   // Refusals (tensors.md#checks).
   {
-    Scenario s = OneHead("tn-dim-zero", {{1, 0}});
+    Scenario s = OneHeadKeys("tn-dim-zero", {{1, 0}});
     s.head_dim = 0;
     b.Add(std::move(s));
     // head_dim 1024, the top of the range: accepted.
@@ -183,31 +166,31 @@ void AddKnormScenarios(SuiteBuilder& b) {
     gqa = WithHeads(std::move(gqa), 4, 2);
     gqa.head_dim = 2;
     b.Add(std::move(gqa));
-    Scenario big = OneHead("tn-dim-1025", {{1, 0}});
+    Scenario big = OneHeadKeys("tn-dim-1025", {{1, 0}});
     big.head_dim = 1025;
     b.Add(std::move(big));
     Scenario traced = Traced("tn-dim-trace", CanonicalTrace(4));
     traced.head_dim = 2;
     b.Add(std::move(traced));
-    Scenario lists = OneHead("tn-lists", {{1, 0}, {1, 0}});
+    Scenario lists = OneHeadKeys("tn-lists", {{1, 0}, {1, 0}});
     lists.steps[1].keys.push_back({1, 0});
     b.Add(std::move(lists));
-    Scenario length = OneHead("tn-length", {{1, 0}, {1, 0, 0}});
+    Scenario length = OneHeadKeys("tn-length", {{1, 0}, {1, 0, 0}});
     b.Add(std::move(length));
-    Scenario undeclared = OneHead("tn-undeclared", {{1, 0}});
+    Scenario undeclared = OneHeadKeys("tn-undeclared", {{1, 0}});
     undeclared.head_dim.reset();
     b.Add(std::move(undeclared));
-    Scenario empty = OneHead("tn-empty-entry", {{}});
+    Scenario empty = OneHeadKeys("tn-empty-entry", {{}});
     empty.head_dim.reset();
     b.Add(std::move(empty));
-    b.Add(OneHead("tn-nan", {{1, 0}, {0, kNan}}));
-    b.Add(OneHead("tn-inf", {{-kInf, 0}}));
+    b.Add(OneHeadKeys("tn-nan", {{1, 0}, {0, kNan}}));
+    b.Add(OneHeadKeys("tn-inf", {{-kInf, 0}}));
     // A bad row length and bad keys in one step: the row is reported.
-    Scenario both = OneHead("tn-row-then-keys", {{1, 0}, {1, 0, 0}});
+    Scenario both = OneHeadKeys("tn-row-then-keys", {{1, 0}, {1, 0, 0}});
     both.steps[1].attention = Row{0.5f, 0.5f};
     b.Add(std::move(both));
     // A NaN weight and a NaN key in one step: the weight is reported.
-    Scenario values = OneHead("tn-weight-then-key", {{1, 0}, {kNan, 0}});
+    Scenario values = OneHeadKeys("tn-weight-then-key", {{1, 0}, {kNan, 0}});
     values.steps[1].attention = Row{kNan};
     b.Add(std::move(values));
   }

@@ -112,6 +112,7 @@ std::string PolicySince(const std::string& policy) {
   }
   if (policy == "openvino") return "0.14.0";
   if (policy == "knorm") return "0.16.0";
+  if (policy == "keydiff") return "0.17.0";
   return "0.1.0";
 }
 

@@ -346,7 +346,7 @@ def run_steps(policy: Policy, steps, log: EvictionLog, query_heads: int = 1, set
             tensors.check_key_values(index, keys)
             chunk = range(first, first + admit)
             if key_sets is not None:
-                # A policy that reads keys (knorm) and no attention: each
+                # A policy that reads keys (knorm, keydiff) and no attention: each
                 # kept set its KV heads' keys, ascending; query rows make
                 # the step a prefill step, nothing more
                 # (spec/tensors.md#what-a-policy-sees, #policies-that-read-keys).

@@ -12,7 +12,7 @@ The checks (spec/tensors.md#checks, spec/harness.md#refusals):
 counts and before a trace's parameters); `check_keys` at step check 3,
 after the column totals' shape; `check_key_values` at step check 4, after
 the column totals' values. Every policy's scenario is checked; only a
-policy that reads keys (`READS_KEYS`: `knorm`) receives them
+policy that reads keys (`READS_KEYS`: `knorm`, `keydiff`) receives them
 (spec/tensors.md#what-a-policy-sees): `kv_range` says which KV heads each
 of its kept sets covers (harness.key_sets builds the sets). This module
 imports no policy and no heads, so that a policy can import it.

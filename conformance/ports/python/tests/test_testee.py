@@ -41,7 +41,7 @@ def test_conversation():
     replies = read_frames(proc.stdout)
     assert replies[0].hello.protocol_version == 1
     assert list(replies[0].hello.policies) == [
-        "full", "window", "streamingllm", "h2o", "tova", "snapkv", "random", "openvino", "knorm",
+        "full", "window", "streamingllm", "h2o", "tova", "snapkv", "random", "openvino", "knorm", "keydiff",
     ]
     log = replies[1].response.log
     assert replies[1].response.seq == 1

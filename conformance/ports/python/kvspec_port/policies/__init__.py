@@ -10,6 +10,7 @@ from .snapkv import SnapKvPolicy
 from .random import RandomPolicy
 from .openvino import OpenVinoPolicy
 from .knorm import KnormPolicy
+from .keydiff import KeyDiffPolicy
 
 REGISTRY = {
     cls.NAME: cls
@@ -23,13 +24,15 @@ REGISTRY = {
         RandomPolicy,
         OpenVinoPolicy,
         KnormPolicy,
+        KeyDiffPolicy,
     )
 }
 
 # A build of lower precision (KVSPEC_PORT_PRECISION, ../precision.py):
 # h2o and tova read their weights in it and keep their scores in it. knorm's
-# scores come from keys, never from weights: it is not wrapped and computes in
-# binary64 in every build (a build of lower precision does not list it).
+# and keydiff's scores come from keys, never from weights: neither is wrapped,
+# each computes in binary64 in every build (a build of lower precision lists
+# neither).
 from .. import precision as _precision  # noqa: E402
 
 if _precision.LOWER:

@@ -68,7 +68,7 @@ class Policy:
     # set's kept positions. Not READS_ATTENTION: no `granularity`.
     SUMS_HEADS = False
     # spec/tensors.md#policies-that-read-keys: a policy that reads a
-    # scenario's keys (`knorm`) and no attention; the harness builds its
+    # scenario's keys (`knorm`, `keydiff`) and no attention; the harness builds its
     # kept sets with `tensors.key_sets` and hands each its KV heads' keys.
     READS_KEYS = False
 

@@ -80,7 +80,7 @@ impl KeptSet {
     }
 
     /// Is the set score-based, ranking its heads' combined `scores`
-    /// (`h2o`, `tova`, `snapkv`, `openvino`, `knorm`)? The others choose
+    /// (`h2o`, `tova`, `snapkv`, `openvino`, `knorm`, `keydiff`)? The others choose
     /// their victims (`Policy::choose_victims`, `Policy::choose_blocks`).
     pub(super) fn ranks_by_scores(&self) -> bool {
         self.states[0].head_options().is_some() || self.states[0].reads_every_head()

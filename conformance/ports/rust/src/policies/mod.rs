@@ -14,6 +14,9 @@ use crate::triggers::{TriggerOptions, TRIGGER_PARAMS};
 
 pub mod full;
 pub mod h2o;
+pub mod keydiff;
+#[cfg(test)]
+mod keydiff_tests;
 pub mod knorm;
 #[cfg(test)]
 mod knorm_tests;
@@ -157,7 +160,7 @@ pub trait Policy {
         self.block_options().by_blocks()
     }
     /// Whether the policy reads a scenario's keys
-    /// (spec/tensors.md#policies-that-read-keys: `knorm`). Such a policy
+    /// (spec/tensors.md#policies-that-read-keys: `knorm`, `keydiff`). Such a policy
     /// takes `granularity` (`head_options`) but reads no attention: a kept
     /// set holds one state per KV head it covers, is handed no row and no
     /// query row, and combines its KV heads' `scores`; a scenario without
