@@ -73,6 +73,22 @@ double Dot(absl::Span<const double> a, absl::Span<const double> b) {
   return sum;
 }
 
+double Mean(absl::Span<const double> a) {
+  double sum = 0.0;
+  for (double entry : a) sum += entry;
+  return sum / static_cast<double>(a.size());
+}
+
+double Std(absl::Span<const double> a, size_t correction) {
+  const double mu = Mean(a);
+  double sum = 0.0;
+  for (double entry : a) {
+    const double deviation = entry - mu;
+    sum += deviation * deviation;
+  }
+  return std::sqrt(sum / static_cast<double>(a.size() - correction));
+}
+
 double Exp(double x) {
   const uint64_t bits = BitsOf(x);
   const bool negative = (bits >> 63) != 0;

@@ -43,6 +43,17 @@ double Norm(absl::Span<const double> a);
 // multiply-add). a and b have the same length.
 double Dot(absl::Span<const double> a, absl::Span<const double> b);
 
+// spec/elementary.md#reductions-over-vectors: mean(a), the entries summed
+// from index 0 into +0.0, then one division by their number. a is not
+// empty.
+double Mean(absl::Span<const double> a);
+
+// spec/elementary.md#reductions-over-vectors: std(a, c) = sqrt(variance(a,
+// c)): mu = Mean(a), the squared deviations (a[i] - mu) * (a[i] - mu)
+// summed from index 0 into +0.0, divided by n - c, one IEEE sqrt. Requires
+// a.size() > c.
+double Std(absl::Span<const double> a, size_t correction);
+
 }  // namespace kvspec
 
 #endif  // KVSPEC_CC_ELEMENTARY_H_

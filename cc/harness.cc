@@ -74,6 +74,12 @@ RunResult RunTraceScenario(Policy& policy, const Scenario& scenario,
   return result;
 }
 
+// spec/tensors.md#checks, checks 5 and 6: what the policy reads.
+internal::TensorNeeds NeedsOf(const Policy& policy) {
+  return {policy.reads_keys(), policy.least_head_dim(), policy.reads_values(),
+          policy.least_value_dim()};
+}
+
 }  // namespace
 
 std::vector<RankedCandidate> CutOf(const EvictionDetail& detail) {
@@ -84,7 +90,7 @@ std::vector<RankedCandidate> CutOf(const EvictionDetail& detail) {
 
 RunResult RunScenario(Policy& policy, const Scenario& scenario,
                       const RunOptions& options) {
-  const absl::Status shape = CheckScenarioShape(scenario, policy.reads_keys());
+  const absl::Status shape = CheckScenarioShape(scenario, NeedsOf(policy));
   if (!shape.ok()) {
     RunResult result;
     result.refusal = shape;
@@ -121,7 +127,7 @@ RunResult RunScenario(const PolicyConfig& config, const Scenario& scenario,
     result.refusal = policy.status();
     return result;
   }
-  const absl::Status shape = CheckScenarioShape(scenario, (*policy)->reads_keys());
+  const absl::Status shape = CheckScenarioShape(scenario, NeedsOf(**policy));
   if (!shape.ok()) {
     RunResult result;
     result.refusal = shape;

@@ -58,6 +58,9 @@ struct ScenarioStep {
   // list per KV head, KV head 0 first, each admit x d binary32 values, the
   // admitted positions' keys in position order. Empty without head_dim.
   std::vector<std::vector<float>> keys;
+  // Values (spec/tensors.md#the-fields), in a scenario with value_dim e: as
+  // keys, admit x e values per KV head. Empty without value_dim.
+  std::vector<std::vector<float>> values;
 };
 
 // Either explicit steps or a generated trace (spec/trace.md), not both.
@@ -71,6 +74,9 @@ struct Scenario {
   // spec/tensors.md#the-fields: the length of every key; present makes
   // every step carry keys.
   std::optional<uint32_t> head_dim;
+  // spec/tensors.md#the-fields: the length of every value; present makes
+  // every step carry values.
+  std::optional<uint32_t> value_dim;
 };
 
 // spec/harness.md#eviction-log.

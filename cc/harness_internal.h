@@ -24,14 +24,25 @@ HeadCounts HeadsOf(const Scenario& scenario);
 // The row of query head `head` at a step that has attention.
 const std::vector<float>& RowOf(const ScenarioStep& step, uint32_t head);
 
-// spec/tensors.md#the-fields: the largest head_dim.
+// spec/tensors.md#the-fields: the largest head_dim (and value_dim).
 inline constexpr uint32_t kMaxHeadDim = 1024;
 
-// What a step's keys must look like (spec/tensors.md#checks): one list of
-// admit x head_dim values per KV head with a head_dim, none without.
-struct KeyShape {
+// What a step's keys and values must look like (spec/tensors.md#checks):
+// one list of admit x head_dim keys per KV head with a head_dim, none
+// without; the same for values with value_dim.
+struct TensorShape {
   uint32_t kv_heads = 1;
   std::optional<uint32_t> head_dim;
+  std::optional<uint32_t> value_dim;
+};
+
+// What a policy needs of a scenario's tensors (spec/tensors.md#checks, the
+// scenario's shape, checks 5 and 6).
+struct TensorNeeds {
+  bool keys = false;
+  uint32_t least_head_dim = 1;
+  bool values = false;
+  uint32_t least_value_dim = 1;
 };
 
 // spec/harness.md#refusals, the checks of one step in the order the spec
@@ -39,14 +50,14 @@ struct KeyShape {
 // (spec/tensors.md#checks).
 absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
                                uint64_t next_position, uint32_t query_heads,
-                               const KeyShape& key_shape);
+                               const TensorShape& tensor_shape);
 
 // spec/harness.md#refusals, check 2, spec/heads.md#head-counts and
 // spec/tensors.md#checks: steps and a trace are not both given, the head
 // counts are valid, head_dim is in range and not beside a trace, and a
 // policy that reads keys has them.
 absl::Status CheckScenarioShape(const Scenario& scenario,
-                                bool policy_reads_keys);
+                                const TensorNeeds& needs);
 
 // RunOptions::on_ranking's view of one set's own ranking.
 RankingObservation ObservationOf(const EvictionDetail& detail, size_t set);

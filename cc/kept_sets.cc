@@ -235,7 +235,8 @@ RunResult RunSets(absl::Span<Policy* const> sets,
   RunResult result;
   const HeadCounts counts = HeadsOf(scenario);
   const uint32_t query_heads = counts.query_heads;
-  const KeyShape key_shape{counts.kv_heads, scenario.head_dim};
+  const TensorShape tensor_shape{counts.kv_heads, scenario.head_dim,
+                                 scenario.value_dim};
   // spec/tensors.md#what-a-policy-sees: the KV heads of each set's query
   // heads, ascending and once each.
   std::vector<std::vector<uint32_t>> key_heads(sets.size());
@@ -252,12 +253,13 @@ RunResult RunSets(absl::Span<Policy* const> sets,
   std::vector<std::vector<float>> gathered_queries(sets.size());
   std::vector<std::vector<double>> gathered_totals(sets.size());
   std::vector<std::vector<float>> gathered_keys(sets.size());
+  std::vector<std::vector<float>> gathered_values(sets.size());
   std::vector<StepInput> inputs(sets.size());
   for (size_t index = 0; index < scenario.steps.size(); ++index) {
     const ScenarioStep& step = scenario.steps[index];
     absl::Status status =
         CheckScenarioStep(step, static_cast<int64_t>(index), next_position,
-                          query_heads, key_shape);
+                          query_heads, tensor_shape);
     if (!status.ok()) {
       result.refusal = status;
       result.refused_step = static_cast<int64_t>(index);
@@ -322,6 +324,18 @@ RunResult RunSets(absl::Span<Policy* const> sets,
         inputs[s].keys = absl::MakeConstSpan(gathered_keys[s]);
         inputs[s].key_heads = static_cast<uint32_t>(key_heads[s].size());
         inputs[s].head_dim = *scenario.head_dim;
+      }
+      if (!step.values.empty() && sets[s]->reads_values()) {
+        // spec/tensors.md#what-a-policy-sees: the values, as the keys.
+        gathered_values[s].clear();
+        for (uint32_t head : key_heads[s]) {
+          gathered_values[s].insert(gathered_values[s].end(),
+                                    step.values[head].begin(),
+                                    step.values[head].end());
+        }
+        inputs[s].values = absl::MakeConstSpan(gathered_values[s]);
+        inputs[s].key_heads = static_cast<uint32_t>(key_heads[s].size());
+        inputs[s].value_dim = *scenario.value_dim;
       }
       if (!has_rows) continue;
       gathered[s].clear();

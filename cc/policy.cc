@@ -143,29 +143,54 @@ absl::Status Policy::Validate(const StepInput& input) const {
                                     FloatText((*input.totals)[i])));
     }
   }
-  if (reads_keys()) {
-    // spec/tensors.md#checks, for a direct call: keys of every admitted
-    // position, key_heads x count x head_dim values, each finite.
-    if (!input.keys.has_value() || input.key_heads == 0 ||
-        input.head_dim == 0 ||
-        input.keys->size() !=
-            size_t{input.key_heads} * input.count * input.head_dim) {
-      return Refuse(ErrorCategory::kAttentionLength, {"length", {"keys"}},
-                    absl::StrFormat("step %d: %s reads keys: the step needs "
-                                    "key_heads x count x head_dim values "
+  // spec/tensors.md#checks, for a direct call: the keys (values) of every
+  // admitted position, key_heads x count x head_dim (value_dim) entries,
+  // each finite, for a policy that reads them; head_dim (value_dim) at
+  // least the card's least.
+  const struct {
+    bool reads;
+    const char* field;      // "keys", "values"
+    const char* noun;       // "key", "value"
+    const char* dim_name;   // "head_dim", "value_dim"
+    const std::optional<absl::Span<const float>>& entries;
+    uint32_t dim;
+    uint32_t least;
+  } tensors[] = {{reads_keys(), "keys", "key", "head_dim", input.keys,
+                  input.head_dim, least_head_dim()},
+                 {reads_values(), "values", "value", "value_dim",
+                  input.values, input.value_dim, least_value_dim()}};
+  for (const auto& tensor : tensors) {
+    if (!tensor.reads) continue;
+    if (!tensor.entries.has_value() || input.key_heads == 0 ||
+        tensor.dim == 0 ||
+        tensor.entries->size() !=
+            size_t{input.key_heads} * input.count * tensor.dim) {
+      return Refuse(ErrorCategory::kAttentionLength, {"length", {tensor.field}},
+                    absl::StrFormat("step %d: %s reads %s: the step needs "
+                                    "key_heads x count x %s values "
                                     "(%d x %d x %d), got %d",
-                                    steps_done_, name(), input.key_heads,
-                                    input.count, input.head_dim,
-                                    input.keys.has_value() ? input.keys->size()
-                                                           : 0));
+                                    steps_done_, name(), tensor.field,
+                                    tensor.dim_name, input.key_heads,
+                                    input.count, tensor.dim,
+                                    tensor.entries.has_value()
+                                        ? tensor.entries->size()
+                                        : 0));
     }
-    for (size_t i = 0; i < input.keys->size(); ++i) {
-      if (std::isfinite((*input.keys)[i])) continue;
-      return Refuse(ErrorCategory::kAttentionValue, {"value", {"keys"}},
-                    absl::StrFormat("step %d: key entry %d is %s; key entries "
+    if (tensor.dim < tensor.least) {
+      return Refuse(ErrorCategory::kInvalidHeads, {"range", {tensor.dim_name}},
+                    absl::StrFormat("step %d: %s needs %s of at least %d, "
+                                    "got %d",
+                                    steps_done_, name(), tensor.dim_name,
+                                    tensor.least, tensor.dim));
+    }
+    for (size_t i = 0; i < tensor.entries->size(); ++i) {
+      if (std::isfinite((*tensor.entries)[i])) continue;
+      return Refuse(ErrorCategory::kAttentionValue, {"value", {tensor.field}},
+                    absl::StrFormat("step %d: %s entry %d is %s; %s entries "
                                     "must be finite",
-                                    steps_done_, i,
-                                    FloatText((*input.keys)[i])));
+                                    steps_done_, tensor.noun, i,
+                                    FloatText((*tensor.entries)[i]),
+                                    tensor.noun));
     }
   }
   return absl::OkStatus();
@@ -192,6 +217,9 @@ void Policy::AdmitPositions(const StepInput& input, size_t kept_after) {
   // spec/tensors.md#what-a-policy-sees: the admitted positions' keys.
   if (reads_keys()) {
     RecordKeys(*input.keys, input.key_heads, input.head_dim, input.count);
+  }
+  if (reads_values()) {
+    RecordValues(*input.values, input.key_heads, input.value_dim, input.count);
   }
   // spec/prefill.md#the-prefill-step: the query rows, after admission.
   prefill_step_ = input.queries.has_value();

@@ -83,6 +83,11 @@ struct StepInput {
   std::optional<absl::Span<const float>> keys;
   uint32_t key_heads = 0;
   uint32_t head_dim = 0;
+  // Values (spec/tensors.md#what-a-policy-sees), as keys: `key_heads` KV
+  // heads' values, each `count` x `value_dim`; nullopt without values (then
+  // value_dim is 0). Policies that do not read values ignore them.
+  std::optional<absl::Span<const float>> values;
+  uint32_t value_dim = 0;
 };
 
 // A prefill step's gathered query rows, as a policy reads them
@@ -187,6 +192,13 @@ class Policy {
   // spec/tensors.md#policies-that-read-keys: true for a policy whose every
   // step needs the keys of the positions it admits (StepInput::keys).
   virtual bool reads_keys() const { return false; }
+  // The same for values (StepInput::values).
+  virtual bool reads_values() const { return false; }
+  // spec/tensors.md#checks, the scenario's shape, checks 5 and 6: the least
+  // head_dim (value_dim) the policy's card names, when it reads keys
+  // (values).
+  virtual uint32_t least_head_dim() const { return 1; }
+  virtual uint32_t least_value_dim() const { return 1; }
 
   // Bytes of state the policy holds now: the kept positions plus the
   // policy's own per-slot state, each computed from its containers' sizes.
@@ -251,6 +263,12 @@ class Policy {
   // `count` kept slots. Called only for a policy that reads_keys().
   virtual void RecordKeys(absl::Span<const float> /*keys*/, size_t /*key_heads*/,
                           size_t /*head_dim*/, size_t /*count*/) {}
+  // RecordValues: the values of the step's admitted positions, as
+  // RecordKeys with value_dim, right after it. Called only for a policy
+  // that reads_values().
+  virtual void RecordValues(absl::Span<const float> /*values*/,
+                            size_t /*value_heads*/, size_t /*value_dim*/,
+                            size_t /*count*/) {}
   // True while the step being carried out is a prefill step (it has query
   // rows): read by ChooseVictims and the score hooks.
   bool prefill_step() const { return prefill_step_; }
@@ -328,6 +346,26 @@ void EraseSlots(std::vector<T>& values, absl::Span<const size_t> slots) {
     write = std::move(at(slots[k] + 1), at(run_end), write);
   }
   values.erase(write, values.end());
+}
+
+// The same for per-slot vectors stored one after the other, `width`
+// elements a slot (a policy's kept keys or unit keys): removes the vectors
+// of `slots` (ascending), keeping the order of the rest.
+template <typename T>
+void EraseSlotVectors(std::vector<T>& values, size_t width,
+                      absl::Span<const size_t> slots) {
+  std::vector<T> kept;
+  kept.reserve(values.size());
+  size_t next = 0;
+  for (size_t slot = 0; slot * width < values.size(); ++slot) {
+    if (next < slots.size() && slots[next] == slot) {
+      ++next;
+      continue;
+    }
+    kept.insert(kept.end(), values.begin() + static_cast<ptrdiff_t>(slot * width),
+                values.begin() + static_cast<ptrdiff_t>((slot + 1) * width));
+  }
+  values = std::move(kept);
 }
 
 // Implementation details below.

@@ -81,6 +81,12 @@ const std::vector<Preset>& Presets() {
         {"prefill_only", 1}},
        "kvpress 0.5.5 presses/keydiff_press.py, KeyDiffPress.score and "
        "ScorerPress.compress"},
+      // spec/policies/lagkv.md#presets.
+      {"lagkv", "kvpress-0.5.5",
+       {{"sinks", 4}, {"lag", 128}, {"cross_scoring", 0}, {"granularity", 1},
+        {"aggregation", 0}, {"prefill_only", 1}},
+       "kvpress 0.5.5 presses/lagkv_press.py, LagKVPress.score and "
+       "_get_states_score; ScorerPress.compress"},
       // spec/policies/openvino.md#presets.
       {"openvino", "openvino-genai-2026.3.0",
        {{"budget", 672}, {"sinks", 32}, {"recent_window", 128}, {"block", 32},

@@ -47,6 +47,7 @@ Scenario FromProto(const v1::Scenario& proto) {
   if (proto.has_query_heads()) scenario.query_heads = proto.query_heads();
   if (proto.has_kv_heads()) scenario.kv_heads = proto.kv_heads();
   if (proto.has_head_dim()) scenario.head_dim = proto.head_dim();
+  if (proto.has_value_dim()) scenario.value_dim = proto.value_dim();
   for (const v1::Step& step : proto.steps()) {
     ScenarioStep converted;
     converted.admit = step.admit();
@@ -67,6 +68,10 @@ Scenario FromProto(const v1::Scenario& proto) {
     for (const v1::HeadVectors& keys : step.keys()) {
       converted.keys.emplace_back(keys.values().begin(), keys.values().end());
     }
+    for (const v1::HeadVectors& values : step.values()) {
+      converted.values.emplace_back(values.values().begin(),
+                                    values.values().end());
+    }
     scenario.steps.push_back(std::move(converted));
   }
   return scenario;
@@ -83,6 +88,7 @@ v1::Scenario ToProto(const Scenario& scenario) {
   }
   if (scenario.kv_heads.has_value()) proto.set_kv_heads(*scenario.kv_heads);
   if (scenario.head_dim.has_value()) proto.set_head_dim(*scenario.head_dim);
+  if (scenario.value_dim.has_value()) proto.set_value_dim(*scenario.value_dim);
   for (const ScenarioStep& step : scenario.steps) {
     v1::Step* converted = proto.add_steps();
     converted->set_admit(step.admit);
@@ -106,6 +112,10 @@ v1::Scenario ToProto(const Scenario& scenario) {
     for (const std::vector<float>& keys : step.keys) {
       v1::HeadVectors* vectors = converted->add_keys();
       for (float value : keys) vectors->add_values(value);
+    }
+    for (const std::vector<float>& values : step.values) {
+      v1::HeadVectors* vectors = converted->add_values();
+      for (float value : values) vectors->add_values(value);
     }
   }
   return proto;

@@ -27,6 +27,7 @@ const std::vector<const PolicyEntry*>& Entries() {
       &policies::OpenVinoEntry(),
       &policies::KnormEntry(),
       &policies::KeyDiffEntry(),
+      &policies::LagKvEntry(),
   };
   return *entries;
 }
@@ -139,6 +140,12 @@ bool ReadsKeys(absl::string_view name) {
   absl::StatusOr<std::unique_ptr<Policy>> policy =
       MakePolicy({std::string(name), {}});
   return policy.ok() && (*policy)->reads_keys();
+}
+
+bool ReadsValues(absl::string_view name) {
+  absl::StatusOr<std::unique_ptr<Policy>> policy =
+      MakePolicy(PolicyConfig{std::string(name), {}});
+  return policy.ok() && (*policy)->reads_values();
 }
 
 bool TakesParameter(absl::string_view name, absl::string_view parameter) {

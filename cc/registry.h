@@ -45,6 +45,8 @@ bool ReadsAttention(absl::string_view name);
 // policy `name` reads the scenario's keys (so runs only scenarios with
 // them, never a generated trace).
 bool ReadsKeys(absl::string_view name);
+// The same for values (spec/tensors.md#policies-that-read-keys).
+bool ReadsValues(absl::string_view name);
 
 // True when the registered policy `name` takes the parameter `parameter`.
 bool TakesParameter(absl::string_view name, absl::string_view parameter);

@@ -61,12 +61,24 @@ TEST(Registry, ListsEveryPolicyWithItsCard) {
   EXPECT_EQ(names, (std::vector<std::string>{"full", "window", "streamingllm",
                                              "h2o", "tova", "snapkv",
                                              "random", "openvino", "knorm",
-                                             "keydiff"}));
+                                             "keydiff", "lagkv"}));
   for (const PolicyInfo& info : policies) {
     EXPECT_EQ(info.card, "spec/policies/" + info.name + ".md");
     // Every registered policy builds with its defaults.
     EXPECT_TRUE(MakePolicy({info.name, {}}).ok()) << info.name;
   }
+}
+
+// spec/tensors.md#policies-that-read-keys: knorm and keydiff read keys,
+// lagkv keys and values, every other policy neither.
+TEST(Registry, KnowsWhichPoliciesReadTensors) {
+  for (const PolicyInfo& info : RegisteredPolicies()) {
+    const bool keys = info.name == "knorm" || info.name == "keydiff" ||
+                      info.name == "lagkv";
+    EXPECT_EQ(ReadsKeys(info.name), keys) << info.name;
+    EXPECT_EQ(ReadsValues(info.name), info.name == "lagkv") << info.name;
+  }
+  EXPECT_FALSE(ReadsValues("no-such-policy"));
 }
 
 TEST(Registry, PolicyReportsItsName) {

@@ -6,6 +6,7 @@
 #include "cc/harness_internal.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <cmath>
 #include <limits>
@@ -133,48 +134,81 @@ absl::Status CheckTotalsValues(const ScenarioStep& step, int64_t index) {
   return absl::OkStatus();
 }
 
-// spec/tensors.md#checks, step check 3's last part: the keys' shape, after
-// the column totals' shape: one list per KV head in a scenario with keys
-// (none in one without), then each list's length, KV head 0 first.
-absl::Status CheckKeysShape(const ScenarioStep& step, int64_t index,
-                            const KeyShape& shape) {
-  const size_t lists = shape.head_dim.has_value() ? shape.kv_heads : 0;
-  if (step.keys.size() != lists) {
-    return Refuse(ErrorCategory::kAttentionLength, {"length", {"keys"}},
-                  shape.head_dim.has_value()
-                      ? absl::StrFormat("step %d: %d key lists for %d KV "
-                                        "heads; a scenario with head_dim "
+// One of a step's tensors (spec/tensors.md#the-fields): its field, the
+// noun its messages use, the scenario field giving its length, and that
+// length (absent in a scenario without it).
+struct Tensor {
+  const char* field;     // "keys", "values"
+  const char* noun;      // "key", "value"
+  const char* dim_name;  // "head_dim", "value_dim"
+  std::optional<uint32_t> dim;
+  const std::vector<std::vector<float>>& lists;
+};
+
+std::array<Tensor, 2> TensorsOf(const ScenarioStep& step,
+                                const TensorShape& shape) {
+  return {Tensor{"keys", "key", "head_dim", shape.head_dim, step.keys},
+          Tensor{"values", "value", "value_dim", shape.value_dim, step.values}};
+}
+
+// spec/tensors.md#checks, step check 3's last part: the keys' shape, then
+// the values', after the column totals' shape: one list per KV head in a
+// scenario with the tensor (none in one without), then each list's length,
+// KV head 0 first.
+absl::Status CheckTensorShape(const Tensor& tensor, const ScenarioStep& step,
+                              int64_t index, uint32_t kv_heads) {
+  const size_t lists = tensor.dim.has_value() ? kv_heads : 0;
+  if (tensor.lists.size() != lists) {
+    return Refuse(ErrorCategory::kAttentionLength, {"length", {tensor.field}},
+                  tensor.dim.has_value()
+                      ? absl::StrFormat("step %d: %d %s lists for %d KV "
+                                        "heads; a scenario with %s "
                                         "carries one per KV head",
-                                        index, step.keys.size(), lists)
-                      : absl::StrFormat("step %d: %d key lists in a scenario "
-                                        "without head_dim, which carries none",
-                                        index, step.keys.size()));
+                                        index, tensor.lists.size(), tensor.noun,
+                                        lists, tensor.dim_name)
+                      : absl::StrFormat("step %d: %d %s lists in a scenario "
+                                        "without %s, which carries none",
+                                        index, tensor.lists.size(), tensor.noun,
+                                        tensor.dim_name));
   }
-  for (size_t head = 0; head < step.keys.size(); ++head) {
-    const uint64_t want = uint64_t{step.admit} * *shape.head_dim;
-    if (step.keys[head].size() != want) {
-      return Refuse(ErrorCategory::kAttentionLength, {"length", {"keys"}},
-                    absl::StrFormat("step %d: the keys of KV head %d hold %d "
-                                    "values; admit x head_dim is %d x %d = %d",
-                                    index, head, step.keys[head].size(),
-                                    step.admit, *shape.head_dim, want));
+  for (size_t head = 0; head < tensor.lists.size(); ++head) {
+    const uint64_t want = uint64_t{step.admit} * *tensor.dim;
+    if (tensor.lists[head].size() != want) {
+      return Refuse(ErrorCategory::kAttentionLength, {"length", {tensor.field}},
+                    absl::StrFormat("step %d: the %s of KV head %d hold %d "
+                                    "values; admit x %s is %d x %d = %d",
+                                    index, tensor.field, head,
+                                    tensor.lists[head].size(), tensor.dim_name,
+                                    step.admit, *tensor.dim, want));
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckTensorsShape(const ScenarioStep& step, int64_t index,
+                               const TensorShape& shape) {
+  for (const Tensor& tensor : TensorsOf(step, shape)) {
+    KVSPEC_RETURN_IF_ERROR(CheckTensorShape(tensor, step, index, shape.kv_heads));
   }
   return absl::OkStatus();
 }
 
 // spec/tensors.md#checks, step check 4's last part: every key entry is
 // finite (keys are signed: negative values and -0.0 are accepted), KV head 0
-// first, index 0 up.
-absl::Status CheckKeysValues(const ScenarioStep& step, int64_t index) {
-  for (size_t head = 0; head < step.keys.size(); ++head) {
-    const std::vector<float>& keys = step.keys[head];
-    for (size_t i = 0; i < keys.size(); ++i) {
-      if (std::isfinite(keys[i])) continue;
-      return Refuse(ErrorCategory::kAttentionValue, {"value", {"keys"}},
-                    absl::StrFormat("step %d: key entry %d of KV head %d is "
-                                    "%s; key entries must be finite",
-                                    index, i, head, FloatText(keys[i])));
+// first, index 0 up; then every value entry the same way.
+absl::Status CheckTensorsValues(const ScenarioStep& step, int64_t index,
+                                const TensorShape& shape) {
+  for (const Tensor& tensor : TensorsOf(step, shape)) {
+    for (size_t head = 0; head < tensor.lists.size(); ++head) {
+      const std::vector<float>& entries = tensor.lists[head];
+      for (size_t i = 0; i < entries.size(); ++i) {
+        if (std::isfinite(entries[i])) continue;
+        return Refuse(ErrorCategory::kAttentionValue, {"value", {tensor.field}},
+                      absl::StrFormat("step %d: %s entry %d of KV head %d is "
+                                      "%s; %s entries must be finite",
+                                      index, tensor.noun, i, head,
+                                      FloatText(entries[i]), tensor.noun));
+      }
     }
   }
   return absl::OkStatus();
@@ -192,7 +226,7 @@ const std::vector<float>& RowOf(const ScenarioStep& step, uint32_t head) {
 
 absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
                                uint64_t next_position, uint32_t query_heads,
-                               const KeyShape& key_shape) {
+                               const TensorShape& tensor_shape) {
   if (step.admit == 0) {
     return Refuse(ErrorCategory::kPosition, absl::StatusCode::kInvalidArgument,
                   {"range", {"admit"}},
@@ -236,11 +270,11 @@ absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
         CheckQueryShape(step, index, next_position, query_heads));
     KVSPEC_RETURN_IF_ERROR(
         CheckTotalsShape(step, index, next_position, query_heads));
-    KVSPEC_RETURN_IF_ERROR(CheckKeysShape(step, index, key_shape));
+    KVSPEC_RETURN_IF_ERROR(CheckTensorsShape(step, index, tensor_shape));
     KVSPEC_RETURN_IF_ERROR(
         CheckQueryWeights(step, index, next_position, query_heads));
     KVSPEC_RETURN_IF_ERROR(CheckTotalsValues(step, index));
-    return CheckKeysValues(step, index);
+    return CheckTensorsValues(step, index, tensor_shape);
   }
   // Every row's length, head 0 first, before any weight.
   for (uint32_t head = 0; head < query_heads; ++head) {
@@ -262,7 +296,7 @@ absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
   KVSPEC_RETURN_IF_ERROR(CheckQueryShape(step, index, next_position, query_heads));
   KVSPEC_RETURN_IF_ERROR(
       CheckTotalsShape(step, index, next_position, query_heads));
-  KVSPEC_RETURN_IF_ERROR(CheckKeysShape(step, index, key_shape));
+  KVSPEC_RETURN_IF_ERROR(CheckTensorsShape(step, index, tensor_shape));
   for (uint32_t head = 0; head < query_heads; ++head) {
     absl::Status status =
         CheckWeights(absl::MakeConstSpan(RowOf(step, head)), index,
@@ -277,32 +311,64 @@ absl::Status CheckScenarioStep(const ScenarioStep& step, int64_t index,
   KVSPEC_RETURN_IF_ERROR(
       CheckQueryWeights(step, index, next_position, query_heads));
   KVSPEC_RETURN_IF_ERROR(CheckTotalsValues(step, index));
-  return CheckKeysValues(step, index);
+  return CheckTensorsValues(step, index, tensor_shape);
 }
 
 absl::Status CheckScenarioShape(const Scenario& scenario,
-                                bool policy_reads_keys) {
+                                const TensorNeeds& needs) {
   if (scenario.trace.has_value() && !scenario.steps.empty()) {
     return Refuse(ErrorCategory::kInvalidTrace, {"rule", {"steps", "trace"}},
                   "a scenario has either steps or a trace, not both");
   }
   KVSPEC_RETURN_IF_ERROR(CheckHeadCounts(HeadsOf(scenario)));
-  // spec/tensors.md#checks, the scenario's shape, in its order.
-  if (scenario.head_dim.has_value() &&
-      (*scenario.head_dim < 1 || *scenario.head_dim > kMaxHeadDim)) {
-    return Refuse(ErrorCategory::kInvalidHeads, {"range", {"head_dim"}},
-                  absl::StrFormat("head_dim must be in [1, %d], got %d",
-                                  kMaxHeadDim, *scenario.head_dim));
+  // spec/tensors.md#checks, the scenario's shape, in its order: 1 and 2.
+  const std::pair<const char*, std::optional<uint32_t>> dims[] = {
+      {"head_dim", scenario.head_dim}, {"value_dim", scenario.value_dim}};
+  for (const auto& [name, dim] : dims) {
+    if (dim.has_value() && (*dim < 1 || *dim > kMaxHeadDim)) {
+      return Refuse(ErrorCategory::kInvalidHeads, {"range", {name}},
+                    absl::StrFormat("%s must be in [1, %d], got %d", name,
+                                    kMaxHeadDim, *dim));
+    }
   }
-  if (scenario.head_dim.has_value() && scenario.trace.has_value()) {
-    return Refuse(ErrorCategory::kInvalidTrace, {"rule", {"head_dim", "trace"}},
-                  "a generated trace has no keys: head_dim cannot be given "
-                  "beside a trace");
+  // 3 and 4: a generated trace has no tensors.
+  for (const auto& [name, dim] : dims) {
+    if (dim.has_value() && scenario.trace.has_value()) {
+      return Refuse(ErrorCategory::kInvalidTrace, {"rule", {name, "trace"}},
+                    absl::StrFormat("a generated trace has no %s: %s cannot "
+                                    "be given beside a trace",
+                                    std::string(name) == "head_dim" ? "keys"
+                                                                    : "values",
+                                    name));
+    }
   }
-  if (policy_reads_keys && !scenario.head_dim.has_value()) {
-    return Refuse(ErrorCategory::kInvalidHeads, {"range", {"head_dim"}},
-                  "the policy reads keys, and the scenario has none: give "
-                  "head_dim and each step's keys (spec/tensors.md)");
+  // 5 and 6: what the policy reads is there, and long enough.
+  const struct {
+    bool reads;
+    const char* tensor;
+    const char* name;
+    std::optional<uint32_t> dim;
+    uint32_t least;
+  } needed[] = {
+      {needs.keys, "keys", "head_dim", scenario.head_dim, needs.least_head_dim},
+      {needs.values, "values", "value_dim", scenario.value_dim,
+       needs.least_value_dim}};
+  for (const auto& need : needed) {
+    if (!need.reads) continue;
+    if (!need.dim.has_value()) {
+      return Refuse(ErrorCategory::kInvalidHeads, {"range", {need.name}},
+                    absl::StrFormat("the policy reads %s, and the scenario "
+                                    "has none: give %s and each step's %s "
+                                    "(spec/tensors.md)",
+                                    need.tensor, need.name, need.tensor));
+    }
+    if (*need.dim < need.least) {
+      return Refuse(ErrorCategory::kInvalidHeads, {"range", {need.name}},
+                    absl::StrFormat("the policy needs %s of at least %d "
+                                    "entries (its card), got %s %d",
+                                    need.tensor, need.least, need.name,
+                                    *need.dim));
+    }
   }
   return absl::OkStatus();
 }

@@ -27,6 +27,7 @@ PolicyConfig SmallConfig(const std::string& name) {
     return {name, {{"budget", 6}, {"sinks", 1}, {"recent_window", 2},
                    {"block", 1}, {"max_pool", 2}, {"obs_window", 0}}};
   }
+  if (name == "lagkv") return {name, {{"budget", 6}, {"sinks", 1}, {"lag", 2}}};
   return {name, {{"budget", 6}, {"recent_window", 2}}, 9};
 }
 
@@ -37,7 +38,8 @@ std::vector<float> RandomRow(Rng& rng, size_t length) {
 }
 
 // For a policy that reads keys (spec/tensors.md): `input` with keys of one
-// KV head and head_dim 2, signed entries, held in `storage`.
+// KV head and head_dim 2, signed entries, held in `storage`; for one that
+// reads values too, the same entries as its values (value_dim 2).
 StepInput WithKeys(const Policy& policy, StepInput input, Rng& rng,
                    std::vector<float>& storage) {
   if (!policy.reads_keys()) return input;
@@ -46,6 +48,10 @@ StepInput WithKeys(const Policy& policy, StepInput input, Rng& rng,
   input.keys = absl::MakeConstSpan(storage);
   input.key_heads = 1;
   input.head_dim = 2;
+  if (policy.reads_values()) {
+    input.values = input.keys;
+    input.value_dim = 2;
+  }
   return input;
 }
 
@@ -147,7 +153,8 @@ TEST(AllPolicies, VictimsAreAscendingOutsideTheRecentWindowWithinBudget) {
       if (info.name != "full") {
         EXPECT_LE((*policy)->kept().size(), 6u) << info.name;
       }
-      // recent_window 2 (or streamingllm's window of 4): the latest two
+      // recent_window 2 (or streamingllm's window of 4, lagkv's newest
+      // partition of lag 2, scored 1.0): the latest two
       // admitted positions are never victims.
       for (Position victim : *victims) {
         EXPECT_LT(victim + 2, next) << info.name << " evicted " << victim;

@@ -64,6 +64,7 @@ const PolicyEntry& RandomEntry();
 const PolicyEntry& OpenVinoEntry();
 const PolicyEntry& KnormEntry();
 const PolicyEntry& KeyDiffEntry();
+const PolicyEntry& LagKvEntry();
 
 }  // namespace policies
 }  // namespace kvspec

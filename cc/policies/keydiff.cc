@@ -75,20 +75,7 @@ class KeyDiffPolicy final : public Policy {
   }
 
   void Forget(absl::Span<const size_t> slots) override {
-    for (std::vector<double>& head : units_) {
-      std::vector<double> kept_units;
-      kept_units.reserve(head.size());
-      size_t next = 0;
-      for (size_t slot = 0; slot * head_dim_ < head.size(); ++slot) {
-        if (next < slots.size() && slots[next] == slot) {
-          ++next;
-          continue;
-        }
-        kept_units.insert(kept_units.end(), head.begin() + slot * head_dim_,
-                          head.begin() + (slot + 1) * head_dim_);
-      }
-      head = std::move(kept_units);
-    }
+    for (std::vector<double>& head : units_) EraseSlotVectors(head, head_dim_, slots);
     if (!combined_.empty()) EraseSlots(combined_, slots);
     for (std::vector<double>& head : scores_) {
       if (!head.empty()) EraseSlots(head, slots);

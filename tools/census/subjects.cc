@@ -89,7 +89,10 @@ std::set<std::string> SpecSubjects(const std::string& harness_md) {
         "length total_rows", "value attention", "value heads", "value queries",
         "value totals",
         // spec/tensors.md#checks (0.16.0).
-        "range head_dim", "rule head_dim trace", "length keys", "value keys"}) {
+        "range head_dim", "rule head_dim trace", "length keys", "value keys",
+        // spec/tensors.md#checks (0.18.0).
+        "range value_dim", "rule value_dim trace", "length values",
+        "value values"}) {
     subjects.insert(s);
   }
   return subjects;

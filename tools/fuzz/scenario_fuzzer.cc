@@ -124,6 +124,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       {"knorm", {{"budget", 3}, {"granularity", granularity}}},
       // spec/policies/keydiff.md: its anchor from every kept key.
       {"keydiff", {{"budget", 3}, {"granularity", granularity}}},
+      // spec/policies/lagkv.md: partitions of 2 judged from keys and
+      // values (refused without values, or with head_dim 1).
+      {"lagkv", {{"budget", 3}, {"sinks", 1}, {"lag", 2}, {"granularity", granularity}}},
   };
   kvspec::RunOptions options;
   options.record_cut = true;

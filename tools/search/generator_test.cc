@@ -43,7 +43,7 @@ TEST(GeneratorTest, CoversTheInputSpace) {
     }
   }
   std::vector<std::string> wanted = {
-      "heads:none", "keys", "prefill", "prefill-after-decode", "decode-after-prefill",
+      "heads:none", "keys", "values", "prefill", "prefill-after-decode", "decode-after-prefill",
       "queries<obs_window", "queries=obs_window", "queries>obs_window", "null",
       "chunk", "chunk=budget", "chunk>budget", "trace", "trace-heads",
       "weight:subnormal", "weight:flt-min", "weight:large", "weight:tie",

@@ -185,6 +185,60 @@ ScenarioStep WithTotals(ScenarioStep step, uint32_t heads, uint32_t carried,
   return step;
 }
 
+// A tensor entry in (-1, 1), a multiple of 2^-10, from the Rng.
+float DrawnEntry(Rng& rng) {
+  return static_cast<float>(static_cast<int64_t>(rng.Uniform(2047)) - 1023) / 1024.0f;
+}
+
+// `steps` steps of 1 to 3 positions, with attention rows from the Rng on
+// odd steps (knorm ignores them), Hq query heads in Hkv groups, keys of
+// head_dim `dim` with entries in (-1, 1) as multiples of 2^-10 from the Rng.
+Scenario DrawnKeys(std::string id, uint32_t steps, uint32_t query_heads,
+               uint32_t kv_heads, uint32_t dim, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<ScenarioStep> out;
+  uint32_t admitted = 0;
+  for (uint32_t t = 0; t < steps; ++t) {
+    const uint32_t admit = 1 + static_cast<uint32_t>(rng.Uniform(3));
+    ScenarioStep step = Null(admit);
+    if (t % 2 == 1) {
+      for (uint32_t h = 0; h < query_heads; ++h) {
+        Row row(admitted);
+        for (float& w : row) w = rng.UniformFloat();
+        if (query_heads == 1) {
+          step.attention = std::move(row);
+        } else {
+          step.heads.push_back(std::move(row));
+        }
+      }
+    }
+    for (uint32_t g = 0; g < kv_heads; ++g) {
+      std::vector<float> keys(size_t{admit} * dim);
+      for (float& k : keys) k = DrawnEntry(rng);
+      step.keys.push_back(std::move(keys));
+    }
+    out.push_back(std::move(step));
+    admitted += admit;
+  }
+  Scenario scenario = Explicit(std::move(id), std::move(out));
+  if (query_heads > 1) scenario = WithHeads(std::move(scenario), query_heads, kv_heads);
+  scenario.head_dim = dim;
+  return scenario;
+}
+
+Scenario WithDrawnValues(Scenario scenario, uint32_t dim, uint64_t seed) {
+  Rng rng(seed);
+  const uint32_t kv_heads = scenario.kv_heads.value_or(1);
+  for (ScenarioStep& step : scenario.steps) {
+    step.values.assign(kv_heads, std::vector<float>(size_t{step.admit} * dim));
+    for (std::vector<float>& values : step.values) {
+      for (float& v : values) v = DrawnEntry(rng);
+    }
+  }
+  scenario.value_dim = dim;
+  return scenario;
+}
+
 }  // namespace build
 }  // namespace vectors
 }  // namespace kvspec

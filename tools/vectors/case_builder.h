@@ -19,6 +19,7 @@
 
 #include "cc/harness.h"
 #include "cc/registry.h"
+#include "cc/rng.h"
 #include "tools/vectors/cases.h"
 
 namespace kvspec {
@@ -65,6 +66,17 @@ Scenario Wandering(std::string id, uint32_t steps, uint64_t seed);
 ScenarioStep KeyStep(uint32_t admit, std::vector<std::vector<float>> keys);
 // One head, head_dim 2, one position a step with these keys.
 Scenario OneHeadKeys(std::string id, const std::vector<std::vector<float>>& keys);
+// `steps` steps of 1 to 3 positions, with attention rows from the Rng on
+// odd steps, Hq query heads in Hkv groups, keys of head_dim `dim` with
+// entries in (-1, 1) as multiples of 2^-10 from the Rng (`seed`).
+Scenario DrawnKeys(std::string id, uint32_t steps, uint32_t query_heads,
+                   uint32_t kv_heads, uint32_t dim, uint64_t seed);
+// A tensor entry in (-1, 1), a multiple of 2^-10, from the Rng.
+float DrawnEntry(Rng& rng);
+// spec/tensors.md: the scenario with values of value_dim `dim` on every
+// step, entries from DrawnEntry over Rng(seed), step by step, KV head 0
+// first.
+Scenario WithDrawnValues(Scenario scenario, uint32_t dim, uint64_t seed);
 // spec/heads.md: the scenario with these head counts.
 Scenario WithHeads(Scenario scenario, std::optional<uint32_t> query_heads,
                    std::optional<uint32_t> kv_heads);
@@ -113,6 +125,8 @@ void AddKnormScenarios(SuiteBuilder& b);     // cases_knorm.cc
 void AddKnormCases(SuiteBuilder& b);         // cases_knorm.cc
 void AddKeyDiffScenarios(SuiteBuilder& b);   // cases_keydiff.cc
 void AddKeyDiffCases(SuiteBuilder& b);       // cases_keydiff.cc
+void AddLagKvScenarios(SuiteBuilder& b);     // cases_lagkv.cc
+void AddLagKvCases(SuiteBuilder& b);         // cases_lagkv.cc
 void AddForeignParameterCases(SuiteBuilder& b);  // cases.cc
 
 }  // namespace build

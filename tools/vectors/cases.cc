@@ -87,6 +87,8 @@ Suite BuildSuite() {
   AddKnormCases(builder);
   AddKeyDiffScenarios(builder);
   AddKeyDiffCases(builder);
+  AddLagKvScenarios(builder);
+  AddLagKvCases(builder);
   AddForeignParameterCases(builder);
   for (CombinationCase& c : CombinationCases()) {  // combination_cases.h
     builder.Add(std::move(c.scenario));

@@ -280,9 +280,11 @@ void AddAuditCases(SuiteBuilder& b) {
                    std::to_string(bound.value) + "): " +
                    (bound.accepted ? "accepted" : "refused"),
                P(info.name.c_str(), parameters),
-               // knorm and keydiff read keys (spec/tensors.md): a
-               // scenario with them.
-               ReadsKeys(info.name) ? "kn-rows" : "rows-6");
+               // knorm and keydiff read keys, lagkv keys and values
+               // (spec/tensors.md): a scenario with them.
+               ReadsValues(info.name) ? "lk-drawn-1"
+               : ReadsKeys(info.name) ? "kn-rows"
+                                      : "rows-6");
       }
     }
   }

@@ -17,44 +17,6 @@ namespace {
 
 using Keys = std::vector<float>;
 
-// `steps` steps of 1 to 3 positions, with attention rows from the Rng on
-// odd steps (knorm ignores them), Hq query heads in Hkv groups, keys of
-// head_dim `dim` with entries in (-1, 1) as multiples of 2^-10 from the Rng.
-Scenario Drawn(std::string id, uint32_t steps, uint32_t query_heads,
-               uint32_t kv_heads, uint32_t dim, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<ScenarioStep> out;
-  uint32_t admitted = 0;
-  for (uint32_t t = 0; t < steps; ++t) {
-    const uint32_t admit = 1 + static_cast<uint32_t>(rng.Uniform(3));
-    ScenarioStep step = Null(admit);
-    if (t % 2 == 1) {
-      for (uint32_t h = 0; h < query_heads; ++h) {
-        Row row(admitted);
-        for (float& w : row) w = rng.UniformFloat();
-        if (query_heads == 1) {
-          step.attention = std::move(row);
-        } else {
-          step.heads.push_back(std::move(row));
-        }
-      }
-    }
-    for (uint32_t g = 0; g < kv_heads; ++g) {
-      Keys keys(size_t{admit} * dim);
-      for (float& k : keys) {
-        k = static_cast<float>(static_cast<int64_t>(rng.Uniform(2047)) - 1023) / 1024.0f;
-      }
-      step.keys.push_back(std::move(keys));
-    }
-    out.push_back(std::move(step));
-    admitted += admit;
-  }
-  Scenario scenario = Explicit(std::move(id), std::move(out));
-  if (query_heads > 1) scenario = WithHeads(std::move(scenario), query_heads, kv_heads);
-  scenario.head_dim = dim;
-  return scenario;
-}
-
 // Two KV heads, two query heads, one step admitting 0 and 1
 // (knorm.md#several-kv-heads).
 Scenario TwoKvHeads(std::string id, uint32_t query_heads) {
@@ -106,11 +68,11 @@ void AddKnormScenarios(SuiteBuilder& b) {
     scenario.head_dim = 2;
     b.Add(std::move(scenario));
   }
-  b.Add(Drawn("kn-drawn-1", 40, 1, 1, 4, 1601));
+  b.Add(DrawnKeys("kn-drawn-1", 40, 1, 1, 4, 1601));
   {
     // Past the default budget of 512: a step of 520 positions, then 4
     // decode steps, head_dim 1, keys from the Rng (seed 1605).
-    Scenario long_run = Drawn("kn-long", 5, 1, 1, 1, 1605);
+    Scenario long_run = DrawnKeys("kn-long", 5, 1, 1, 1, 1605);
     for (ScenarioStep& step : long_run.steps) {
       step.attention.reset();
       step.admit = 1;
@@ -125,11 +87,11 @@ void AddKnormScenarios(SuiteBuilder& b) {
     }
     b.Add(std::move(long_run));
   }
-  b.Add(Drawn("kn-drawn-gqa", 40, 4, 2, 8, 1602));
+  b.Add(DrawnKeys("kn-drawn-gqa", 40, 4, 2, 8, 1602));
   {
     // A prefill of 24 positions from the Rng, four query heads in two
     // groups, one query row per head, then 4 decode steps.
-    Scenario prompt = Drawn("kn-prompt", 5, 4, 2, 4, 1603);
+    Scenario prompt = DrawnKeys("kn-prompt", 5, 4, 2, 4, 1603);
     prompt.steps[0].admit = 24;
     Rng rng(1604);
     for (Keys& keys : prompt.steps[0].keys) {

@@ -50,6 +50,10 @@ const std::vector<FeatureInfo>& Features() {
       {"tensors", "0.16.0", "tensors.md",
        "keys in a scenario (Scenario.head_dim, Step.keys): their shape and "
        "checks, and what a policy that reads them sees"},
+      {"values", "0.18.0", "tensors.md",
+       "values in a scenario (Scenario.value_dim, Step.values): their shape "
+       "and checks, what a policy that reads them sees, and the parameters "
+       "of lagkv, the first policy reading them"},
   };
   return *features;
 }
@@ -94,6 +98,8 @@ const std::vector<ParameterInfo>& Parameters() {
       {"block_score", "blocks", "0.13.0"},
       {"norm_sum", "decode", "0.14.0"},
       {"max_pool", "decode", "0.14.0"},
+      {"lag", "values", "0.18.0"},
+      {"cross_scoring", "values", "0.18.0"},
   };
   return *parameters;
 }
@@ -113,6 +119,7 @@ std::string PolicySince(const std::string& policy) {
   if (policy == "openvino") return "0.14.0";
   if (policy == "knorm") return "0.16.0";
   if (policy == "keydiff") return "0.17.0";
+  if (policy == "lagkv") return "0.18.0";
   return "0.1.0";
 }
 
@@ -171,6 +178,14 @@ bool HasKeys(const v1::Scenario& scenario) {
   return false;
 }
 
+bool HasValues(const v1::Scenario& scenario) {
+  if (scenario.has_value_dim()) return true;
+  for (const v1::Step& step : scenario.steps()) {
+    if (step.values_size() > 0) return true;
+  }
+  return false;
+}
+
 bool HasTotals(const v1::Scenario& scenario) {
   for (const v1::Step& step : scenario.steps()) {
     if (step.totals_size() > 0 || step.total_rows() != 0) return true;
@@ -190,6 +205,7 @@ std::vector<std::string> CaseFeatures(const v1::PolicyConfig& policy,
   // Totals travel beside query rows: a port reads them only with prefill.
   if (HasTotals(scenario)) needed.insert({"prefill", "totals"});
   if (HasKeys(scenario)) needed.insert("tensors");
+  if (HasValues(scenario)) needed.insert("values");
   for (const v1::Parameter& parameter : policy.parameters()) {
     if (const ParameterInfo* info = FindParameter(parameter.name())) {
       needed.insert(info->feature);
@@ -235,6 +251,14 @@ v1::Scenario StripScenario(const v1::Scenario& scenario,
       step.clear_totals();
       step.clear_total_rows();
     }
+  }
+  if (features.count("tensors") == 0) {
+    stripped.clear_head_dim();
+    for (v1::Step& step : *stripped.mutable_steps()) step.clear_keys();
+  }
+  if (features.count("values") == 0) {
+    stripped.clear_value_dim();
+    for (v1::Step& step : *stripped.mutable_steps()) step.clear_values();
   }
   return stripped;
 }

@@ -183,3 +183,9 @@ def variance(a, correction: int) -> float:
         d = x - mu
         s = s + d * d
     return s / (len(a) - correction)
+
+
+def std(a, correction: int) -> float:
+    """spec/elementary.md#reductions-over-vectors: `sqrt(variance(a, c))`
+    (lagkv, spec 0.18.0, reads `std(y, 1)`: PyTorch's default, unbiased)."""
+    return math.sqrt(variance(a, correction))

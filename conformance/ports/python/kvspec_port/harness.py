@@ -3,7 +3,7 @@
 `configure` and `make_policy` follow spec/harness.md#configuration;
 `run_scenario` runs a scenario (explicit steps, spec/harness.md#scenarios, or
 a generated trace, spec/trace.md), with one head or several (spec/heads.md),
-with or without keys (spec/tensors.md), and returns an eviction log
+with or without keys and values (spec/tensors.md), and returns an eviction log
 (spec/harness.md#eviction-log, spec/heads.md#the-eviction-log).
 """
 
@@ -303,22 +303,25 @@ def _gather_prefill_heads(kept_after, prefill, totals, query_heads: int):
 
 
 def run_steps(policy: Policy, steps, log: EvictionLog, query_heads: int = 1, sets=None, *,
-              kv_heads: int = 1, head_dim: Optional[int] = None, key_sets=None) -> None:
+              kv_heads: int = 1, head_dim: Optional[int] = None, key_sets=None,
+              value_dim: Optional[int] = None) -> None:
     """Explicit steps: (admit, row or None, heads, queries[, totals,
-    total_rows[, keys]]), spec/harness.md#refusals through a scenario. `heads`: the
+    total_rows[, keys[, values]]]), spec/harness.md#refusals through a scenario. `heads`: the
     rows of spec/heads.md#rows-per-head (a list of rows, empty when absent);
     `queries`: the query rows of spec/prefill.md#query-rows (empty when
     absent); `totals`, `total_rows`: the column totals of
     spec/prefill.md#column-totals (one list of a + c values per query head),
     and R; a step without them may leave both out (empty, 0); `keys`: the
     step's keys (spec/tensors.md#the-fields: one list of admit x head_dim
-    values per KV head), empty or left out when absent.
+    values per KV head), empty or left out when absent; `values`: its
+    values the same way (admit x value_dim per KV head, spec 0.18.0).
 
     With `sets` (a list of heads.KeptSet), the run is that of a policy that
     reads attention over several heads; with `key_sets` (tensors.key_sets),
     that of a policy that reads keys (spec/tensors.md#what-a-policy-sees);
-    otherwise `policy` is the run's one kept set. `kv_heads` and `head_dim`
-    (None when absent) are the scenario's, for the keys' checks.
+    otherwise `policy` is the run's one kept set. `kv_heads`, `head_dim`
+    and `value_dim` (None when absent) are the scenario's, for the checks of
+    the keys and values.
     """
     first = 0
     for index, step in enumerate(steps):
@@ -326,32 +329,43 @@ def run_steps(policy: Policy, steps, log: EvictionLog, query_heads: int = 1, set
         totals_given = step[4] if len(step) > 4 else ()
         total_rows = step[5] if len(step) > 5 else 0
         keys_given = step[6] if len(step) > 6 else ()
+        values_given = step[7] if len(step) > 7 else ()
         try:
             if admit < 1:
                 raise Refusal(POSITION, Subject("range", ("admit",)), f"step {index} admits no position")
             if first + admit - 1 > MAX_POSITION:
                 raise Refusal(POSITION, Subject("rule", ("admit",)), f"step {index}: positions run past 2^32 - 1")
             # Check 3: the rows' lengths, then the query rows' shape, then
-            # the column totals' shape, then the keys' shape; check 4: the
-            # rows' weights, then the query rows' weights, then the column
-            # totals, then the key entries (spec/harness.md#refusals,
+            # the column totals' shape, then the keys' shape, then the
+            # values'; check 4: the rows' weights, then the query rows'
+            # weights, then the column totals, then the key entries, then
+            # the value entries (spec/harness.md#refusals,
             # spec/prefill.md#their-checks, spec/tensors.md#checks).
             rows = _check_rows(index, first, row, heads, query_heads)
             prefill = _check_queries(index, first, admit, row, heads, queries, query_heads)
             totals = _check_totals(index, first, admit, queries, totals_given, total_rows, query_heads)
-            keys = tensors.check_keys(index, admit, keys_given, head_dim, kv_heads)
+            keys = tensors.check_vectors(index, admit, keys_given, head_dim, kv_heads, "keys")
+            vals = tensors.check_vectors(index, admit, values_given, value_dim, kv_heads, "values")
             _check_row_weights(index, rows, query_heads)
             _check_query_weights(index, prefill)
             _check_total_values(index, totals)
-            tensors.check_key_values(index, keys)
+            tensors.check_vector_values(index, keys, "keys")
+            tensors.check_vector_values(index, vals, "values")
             chunk = range(first, first + admit)
             if key_sets is not None:
-                # A policy that reads keys (knorm, keydiff) and no attention: each
-                # kept set its KV heads' keys, ascending; query rows make
+                # A policy that reads keys (knorm, keydiff, lagkv) and no
+                # attention: each kept set its KV heads' keys, ascending, and
+                # their values to one that reads them (lagkv); query rows make
                 # the step a prefill step, nothing more
                 # (spec/tensors.md#what-a-policy-sees, #policies-that-read-keys).
                 m = None if prefill is None else prefill[0]
-                outcomes = [ks.step_keys(first, admit, keys[ks.kv_first:ks.kv_end], m) for ks in key_sets]
+                outcomes = []
+                for ks in key_sets:
+                    kv = slice(ks.kv_first, ks.kv_end)
+                    if ks.READS_VALUES:
+                        outcomes.append(ks.step_tensors(first, admit, keys[kv], vals[kv], m))
+                    else:
+                        outcomes.append(ks.step_keys(first, admit, keys[kv], m))
                 log.steps.append(outcomes[0] if len(outcomes) == 1 else StepOutcome([], 0, 0, [], outcomes))
             elif sets is None and policy.SUMS_HEADS:
                 # One kept set reading every query head (openvino): each
@@ -475,16 +489,18 @@ def run_trace_heads(policy: Policy, sets, tp: trace_mod.TraceParams, query_heads
 
 
 def run_scenario(name, parameters, seed, steps=None, trace_config=None,
-                 query_heads=None, kv_heads=None, head_dim=None) -> EvictionLog:
+                 query_heads=None, kv_heads=None, head_dim=None, value_dim=None) -> EvictionLog:
     """Run one configuration over one scenario.
 
     `steps`: list of (admit, row-or-None[, heads[, queries[, totals,
-    total_rows[, keys]]]]) (a step without column totals may stop at
-    `queries`, one without keys at `total_rows`); `trace_config`: a
+    total_rows[, keys[, values]]]]]) (a step without column totals may stop
+    at `queries`, one without keys or values at `total_rows`, one without
+    values at `keys`); `trace_config`: a
     TraceConfig proto (or None). Both given is INVALID_TRACE. `query_heads`,
     `kv_heads`: the scenario's head counts, None when absent (1);
     `head_dim`: the length of its keys, None when absent (a scenario
-    without keys, spec/tensors.md#the-fields).
+    without keys, spec/tensors.md#the-fields); `value_dim`: the length of
+    its values, None when absent (since 0.18.0).
     """
     log = EvictionLog()
     # (admit, row) is (admit, row, no heads, no query rows); a step with
@@ -504,9 +520,11 @@ def run_scenario(name, parameters, seed, steps=None, trace_config=None,
         hq = 1 if query_heads is None else query_heads
         hkv = 1 if kv_heads is None else kv_heads
         check_head_counts(hq, hkv)
-        # Then its head_dim, and whether the policy's keys are there
+        # Then its head_dim and value_dim, and whether the policy's keys
+        # and values are there, as long as its card needs
         # (spec/tensors.md#checks, 1).
-        tensors.check_scenario_keys(head_dim, trace_config is not None, cls.READS_KEYS)
+        tensors.check_scenario_tensors(head_dim, value_dim, trace_config is not None, cls.READS_KEYS,
+                                       cls.READS_VALUES, cls.MIN_HEAD_DIM, cls.MIN_VALUE_DIM)
         # 3. a trace's parameters.
         gen = None
         if trace_config is not None:
@@ -518,8 +536,8 @@ def run_scenario(name, parameters, seed, steps=None, trace_config=None,
     if cls.READS_KEYS:
         # Never a trace: a trace with head_dim, or a policy that reads keys
         # without it, is refused above.
-        run_steps(None, steps, log, hq, kv_heads=hkv, head_dim=head_dim,
-                  key_sets=key_sets(cls, values, hq, hkv, head_dim))
+        run_steps(None, steps, log, hq, kv_heads=hkv, head_dim=head_dim, value_dim=value_dim,
+                  key_sets=key_sets(cls, values, hq, hkv, head_dim, value_dim))
     elif gen is not None and hq == 1:
         run_trace(policy, gen, tp.steps, log)
     elif gen is not None:
@@ -529,19 +547,23 @@ def run_scenario(name, parameters, seed, steps=None, trace_config=None,
         run_trace_heads(policy, sets, tp, hq, log)
     elif hq > 1 and cls.READS_ATTENTION:
         sets = kept_sets(cls, values, hq, hkv)
-        run_steps(None, steps, log, hq, sets, kv_heads=hkv, head_dim=head_dim)
+        run_steps(None, steps, log, hq, sets, kv_heads=hkv, head_dim=head_dim, value_dim=value_dim)
     else:
-        run_steps(policy, steps, log, hq, kv_heads=hkv, head_dim=head_dim)
+        run_steps(policy, steps, log, hq, kv_heads=hkv, head_dim=head_dim, value_dim=value_dim)
     return log
 
 
-def key_sets(cls, values: dict, query_heads: int, kv_heads: int, head_dim: int) -> list:
+def key_sets(cls, values: dict, query_heads: int, kv_heads: int, head_dim: int,
+             value_dim: Optional[int] = None) -> list:
     """The kept sets of a policy that reads keys, in set order: one per
     `granularity` unit (spec/heads.md#kept-sets), each a policy object
-    holding its own kept positions and the scores of the KV heads it covers
-    (spec/policies/knorm.md#several-kv-heads). With one query head, one set."""
+    holding its own kept positions and the scores (or tensors) of the KV
+    heads it covers (spec/policies/knorm.md#several-kv-heads). With one
+    query head, one set. A policy that reads values (lagkv) is given
+    `value_dim` too."""
     out = []
+    extra = {"value_dim": value_dim} if cls.READS_VALUES else {}
     for h0, h1 in sets_of(values["granularity"], query_heads, kv_heads):
         kv0, kv1 = tensors.kv_range(h0, h1, query_heads, kv_heads)
-        out.append(cls(values, None, kv_first=kv0, kv_end=kv1, head_dim=head_dim))
+        out.append(cls(values, None, kv_first=kv0, kv_end=kv1, head_dim=head_dim, **extra))
     return out

@@ -110,24 +110,27 @@ def handle_request(req) -> "cpb.PortMessage":
     resp.seq = req.seq
     try:
         sc = req.scenario
+        # Every step as the full 8-tuple run_steps reads; an absent field is
+        # an empty list (0 for total_rows), which every check reads as
+        # absent (spec/prefill.md#their-checks: no totals and total_rows 0;
+        # spec/tensors.md#checks: no entry).
         steps = [
             (
                 st.admit,
                 list(st.attention.weights) if st.HasField("attention") else None,
                 [list(h.weights) for h in st.heads],  # spec/heads.md#rows-per-head
                 [list(q.weights) for q in st.queries],  # spec/prefill.md#query-rows
+                # spec/prefill.md#column-totals: `totals` (field 5, one
+                # ColumnTotals per query head, its `sums` binary64) and
+                # `total_rows` (field 6).
+                [list(t.sums) for t in st.totals],
+                st.total_rows,
+                # spec/tensors.md#the-fields: `keys` (field 7, one
+                # HeadVectors per KV head, its binary32 `values` exact as
+                # Python floats) and `values` (field 8, the same, since 0.18.0).
+                [list(k.values) for k in st.keys],
+                [list(v.values) for v in st.values],
             )
-            # spec/prefill.md#column-totals: `totals` (field 5, one
-            # ColumnTotals per query head, its `sums` binary64) and
-            # `total_rows` (field 6), only on a step that has either or
-            # keys (a step with none of them stays the 4-tuple
-            # run_scenario reads; one with keys alone carries [], 0).
-            + (([list(t.sums) for t in st.totals], st.total_rows) if len(st.totals) or st.total_rows
-               or len(st.keys) else ())
-            # spec/tensors.md#the-fields: `keys` (field 7, one HeadVectors
-            # per KV head, its binary32 `values` exact as Python floats),
-            # only on a step that has them.
-            + (([list(k.values) for k in st.keys],) if len(st.keys) else ())
             for st in sc.steps
         ]
         trace_config = sc.trace if sc.HasField("trace") else None
@@ -136,9 +139,11 @@ def handle_request(req) -> "cpb.PortMessage":
         kv_heads = sc.kv_heads if sc.HasField("kv_heads") else None
         # spec/tensors.md#the-fields: present makes the scenario one with keys.
         head_dim = sc.head_dim if sc.HasField("head_dim") else None
+        # The same for values (since 0.18.0).
+        value_dim = sc.value_dim if sc.HasField("value_dim") else None
         params = [(p.name, p.value) for p in req.policy.parameters]
         elog = run_scenario(req.policy.name, params, req.policy.seed, steps, trace_config,
-                            query_heads, kv_heads, head_dim)
+                            query_heads, kv_heads, head_dim, value_dim)
         resp.log.CopyFrom(to_proto_log(elog, req.want_cut))
     except Exception:  # a bug of the port, not a spec refusal
         resp.error.message = traceback.format_exc()

@@ -81,3 +81,21 @@ def test_reductions_hand_worked():
     assert elementary.dot([1e16, 1.0, -1e16], [1.0, 1.0, 1.0]) == 0.0
     with pytest.raises(ValueError, match="correction"):
         elementary.variance([1.0], 1)
+
+
+def test_std():
+    # spec/elementary.md: `std(a, c)` is `sqrt(variance(a, c))`; lagkv
+    # (spec 0.18.0) reads `std(y, 1)`: (0, 1) spreads sqrt(1/2), as its card's
+    # worked example says (0.7071..); (0.5, 0.5) spreads +0.0.
+    assert elementary.std([0.0, 1.0], 1) == math.sqrt(0.5)
+    assert elementary.std([1.0, 2.0, 3.0, 4.0], 1) == math.sqrt(5.0 / 3.0)
+    assert elementary.std([0.5, 0.5], 1) == 0.0 and math.copysign(1.0, elementary.std([0.5, 0.5], 1)) == 1.0
+    # Channels 0, 0, 4: mean 4/3, squared
+    # deviations 16/9, 16/9, 64/9 summed in order, divided by 2: 2.3094..
+    mu = 4.0 / 3.0
+    s = 0.0 + (0.0 - mu) * (0.0 - mu)
+    s = s + (0.0 - mu) * (0.0 - mu)
+    s = s + (4.0 - mu) * (4.0 - mu)
+    assert elementary.std([0.0, 0.0, 4.0], 1) == math.sqrt(s / 2)
+    with pytest.raises(ValueError, match="correction"):
+        elementary.std([1.0], 1)

@@ -53,9 +53,10 @@ def positive_zero(x):
 # -- The registry, the parameters and their rules -----------------------------
 
 def test_registered_after_openvino_with_the_feature():
-    # keydiff (spec 0.17.0) after it (spec/README.md#policies).
-    assert list(REGISTRY)[-3:] == ["openvino", "knorm", "keydiff"]
-    assert FEATURES[-1] == "tensors"
+    # keydiff (spec 0.17.0) and lagkv (0.18.0) after it
+    # (spec/README.md#policies); `values` (0.18.0) after `tensors`.
+    assert list(REGISTRY)[-4:] == ["openvino", "knorm", "keydiff", "lagkv"]
+    assert FEATURES[-2:] == ("tensors", "values")
 
 
 def test_parameters_and_defaults():

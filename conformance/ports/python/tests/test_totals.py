@@ -68,10 +68,12 @@ DECOY = [[0.0, 0.0, 1.0]]
 # -- The version and the hello (spec/features.md#the-list) --------------------
 
 def test_version_and_feature():
-    assert SPEC_VERSION == "0.17.0"
-    # triggers: spec 0.12.0; blocks: spec 0.13.0; tensors: spec 0.16.0.
-    assert FEATURES[-4:] == ("totals", "triggers", "blocks", "tensors")
-    assert list(hello_reply().hello.features)[-5:] == ["contextshift", "totals", "triggers", "blocks", "tensors"]
+    assert SPEC_VERSION == "0.18.0"
+    # triggers: spec 0.12.0; blocks: spec 0.13.0; tensors: spec 0.16.0;
+    # values: spec 0.18.0.
+    assert FEATURES[-5:] == ("totals", "triggers", "blocks", "tensors", "values")
+    assert list(hello_reply().hello.features)[-6:] == ["contextshift", "totals", "triggers", "blocks", "tensors",
+                                                       "values"]
 
 
 # -- h2o reads the totals instead of the rows (h2o.md#at-prefill) -------------

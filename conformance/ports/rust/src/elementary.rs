@@ -184,6 +184,13 @@ pub fn variance(a: &[f64], correction: usize) -> f64 {
     s / (a.len() - correction) as f64
 }
 
+/// `std(a, c)` of spec/elementary.md#reductions-over-vectors:
+/// `sqrt(variance(a, c))`, IEEE 754's correctly rounded `sqrt`. Requires
+/// `a.len() > correction`.
+pub fn std(a: &[f64], correction: usize) -> f64 {
+    variance(a, correction).sqrt()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,6 +281,11 @@ mod tests {
         assert_eq!(mean(&[1.0, 2.0, 3.0, 4.0]), 2.5);
         assert_eq!(variance(&[1.0, 2.0, 3.0, 4.0], 1), 5.0 / 3.0);
         assert_eq!(variance(&[1.0, 2.0, 3.0, 4.0], 0), 1.25);
+        // std (spec 0.18.0): the square root of the variance; lagkv's
+        // spread of (0, 1) is sqrt(1/2), of a constant vector +0.0.
+        assert_eq!(std(&[1.0, 2.0, 3.0, 4.0], 1), (5.0f64 / 3.0).sqrt());
+        assert_eq!(std(&[0.0, 1.0], 1), 0.5f64.sqrt());
+        assert_eq!(std(&[0.5, 0.5], 1).to_bits(), 0);
         // Index order matters: 1e16 + 1 - 1e16 is 0 left to right.
         assert_eq!(dot(&[1e16, 1.0, -1e16], &[1.0, 1.0, 1.0]), 0.0);
     }

@@ -1,4 +1,4 @@
-//! kvspec-port: a Rust port of kvspec (spec version 0.17.0), written from the
+//! kvspec-port: a Rust port of kvspec (spec version 0.18.0), written from the
 //! documents in `spec/` alone.
 //!
 //! - [`rng`]: xoshiro256** seeded by SplitMix64 (spec/rng.md)
@@ -14,8 +14,9 @@
 //!   (spec/triggers.md)
 //! - [`blocks`]: evicting whole blocks of positions, `block` and
 //!   `block_score` (spec/blocks.md)
-//! - [`tensors`]: keys in a scenario, `head_dim` and `Step.keys`, their
-//!   checks and what a policy that reads them sees (spec/tensors.md)
+//! - [`tensors`]: keys and values in a scenario, `head_dim`, `value_dim`,
+//!   `Step.keys` and `Step.values`, their checks and what a policy that
+//!   reads them sees (spec/tensors.md)
 //! - [`policies`]: one module per policy card (spec/policies/*.md)
 //! - [`protocol`]: the conformance protocol (spec/protocol.md)
 
@@ -50,8 +51,8 @@ pub mod pb {
 }
 
 /// The spec version this port implements (spec/README.md).
-pub const SPEC_VERSION: &str = "0.17.0";
+pub const SPEC_VERSION: &str = "0.18.0";
 /// The features this port implements: all of spec/features.md#the-list.
-pub const FEATURES: &[&str] = &["decode", "trace", "heads", "trace-heads", "adaptive", "prefill", "spans", "contextshift", "totals", "triggers", "blocks", "tensors"];
+pub const FEATURES: &[&str] = &["decode", "trace", "heads", "trace-heads", "adaptive", "prefill", "spans", "contextshift", "totals", "triggers", "blocks", "tensors", "values"];
 /// The conformance protocol version (spec/protocol.md#versions).
 pub const PROTOCOL_VERSION: u32 = 1;

@@ -123,7 +123,7 @@ fn config_rejection(refusal: &Refusal) -> kv::EvictionLog {
 
 /// Run one request, in the order of spec/harness.md#refusals: the policy
 /// configuration, then the scenario's shape (steps and a trace), its head
-/// counts and its `head_dim` (spec/tensors.md#checks), then the trace's
+/// counts, its `head_dim` and `value_dim` (spec/tensors.md#checks), then the trace's
 /// parameters (all refusals at step -1), then the steps.
 pub fn handle_request(req: &conf::Request) -> conf::Response {
     let seq = req.seq;
@@ -141,8 +141,8 @@ fn run_request(req: &conf::Request) -> conf::response::Result {
     let sc = req.scenario.as_ref().unwrap_or(&empty);
     // The configuration first: a refused configuration is step -1 whatever
     // the scenario holds.
-    let reads_keys = match crate::registry::build(&policy.name, &params, policy.seed) {
-        Ok(built) => built.reads_keys(),
+    let needs = match crate::registry::build(&policy.name, &params, policy.seed) {
+        Ok(built) => built.tensor_needs(),
         Err(refusal) => return R::Log(config_rejection(&refusal)),
     };
     if sc.trace.is_some() && !sc.steps.is_empty() {
@@ -156,9 +156,9 @@ fn run_request(req: &conf::Request) -> conf::response::Result {
         Ok(h) => h,
         Err(r) => return R::Log(config_rejection(&r)),
     };
-    // spec/tensors.md#checks (1): head_dim's range, beside a trace, and
-    // missing for a policy that reads keys.
-    if let Err(r) = tensors::check_scenario(sc.head_dim, sc.trace.is_some(), reads_keys) {
+    // spec/tensors.md#checks (1): head_dim's and value_dim's ranges, beside
+    // a trace, and missing or too short for a policy that reads them.
+    if let Err(r) = tensors::check_scenario(sc.head_dim, sc.value_dim, sc.trace.is_some(), needs) {
         return R::Log(config_rejection(&r));
     }
     let scenario = match &sc.trace {
@@ -179,11 +179,13 @@ fn run_request(req: &conf::Request) -> conf::response::Result {
                     total_rows: s.total_rows,
                     // spec/tensors.md#the-fields: field 7.
                     keys: s.keys.iter().map(|k| k.values.clone()).collect(),
+                    // Field 8 (spec 0.18.0).
+                    values: s.values.iter().map(|v| v.values.clone()).collect(),
                 })
                 .collect(),
         ),
     };
-    let log = harness::run_scenario_with_keys(&policy.name, &params, policy.seed, heads, sc.head_dim, &scenario);
+    let log = harness::run_scenario_with_tensors(&policy.name, &params, policy.seed, heads, sc.head_dim, sc.value_dim, &scenario);
     R::Log(log_to_pb(&log, req.want_cut))
 }
 
@@ -216,6 +218,7 @@ mod tests {
                 query_heads: None,
                 kv_heads: None,
                 head_dim: None,
+            value_dim: None,
             }),
             want_cut: false,
         };
@@ -248,6 +251,7 @@ mod tests {
             query_heads: q,
             kv_heads: kv,
             head_dim: None,
+            value_dim: None,
         }
     }
 
@@ -278,6 +282,7 @@ mod tests {
             query_heads: q,
             kv_heads: kv,
             head_dim: None,
+            value_dim: None,
         };
         let no_steps = kv::TraceConfig::default();
         assert_eq!(rejection_of(window(2), traced(Some(0), None, no_steps)), Some((heads, -1)));
@@ -415,6 +420,7 @@ mod tests {
             query_heads: Some(2),
             kv_heads: None,
             head_dim: None,
+            value_dim: None,
         };
         let mut req = conf::Request { seq: 1, case_id: "x".into(), policy: Some(h2o), scenario: Some(scenario), want_cut: true };
         let Some(conf::response::Result::Log(log)) = handle_request(&req).result else { panic!() };
@@ -436,12 +442,12 @@ mod tests {
     fn hello_lists_every_policy_in_registry_order() {
         // spec/README.md#policies; spec 0.14.0 adds `openvino`, after
         // `random`; spec 0.16.0 `knorm`, after `openvino`; spec 0.17.0
-        // `keydiff`, after `knorm`.
+        // `keydiff`, after `knorm`; spec 0.18.0 `lagkv`, after `keydiff`.
         let hello = hello_reply();
-        assert_eq!(hello.spec_version, "0.17.0");
+        assert_eq!(hello.spec_version, "0.18.0");
         assert_eq!(
             hello.policies,
-            ["full", "window", "streamingllm", "h2o", "tova", "snapkv", "random", "openvino", "knorm", "keydiff"]
+            ["full", "window", "streamingllm", "h2o", "tova", "snapkv", "random", "openvino", "knorm", "keydiff", "lagkv"]
                 .map(String::from)
         );
     }
@@ -451,15 +457,15 @@ mod tests {
         // spec/spans.md#the-log: with spans 1 each step carries its spans
         // and held set whatever want_cut; the hello declares the feature.
         assert!(hello_reply().features.iter().any(|f| f == "spans"));
-        assert_eq!(hello_reply().spec_version, "0.17.0");
+        assert_eq!(hello_reply().spec_version, "0.18.0");
         // spec 0.9.0: "contextshift" right after "spans"; spec 0.10.0:
         // "totals" after it; spec 0.12.0: "triggers"; spec 0.13.0:
-        // "blocks"; spec 0.16.0: "tensors", last
+        // "blocks"; spec 0.16.0: "tensors"; spec 0.18.0: "values", last
         // (spec/features.md#the-list).
         let features = hello_reply().features;
         let at = features.iter().position(|f| f == "spans").unwrap();
         assert_eq!(features.get(at + 1).map(String::as_str), Some("contextshift"));
-        assert_eq!(features[at + 2..], ["totals", "triggers", "blocks", "tensors"].map(String::from));
+        assert_eq!(features[at + 2..], ["totals", "triggers", "blocks", "tensors", "values"].map(String::from));
         let param = |name: &str, value| kv::Parameter { name: name.into(), value };
         let policy = kv::PolicyConfig {
             name: "streamingllm".into(),
@@ -474,6 +480,7 @@ mod tests {
             query_heads: None,
             kv_heads: None,
             head_dim: None,
+            value_dim: None,
         };
         let req = conf::Request { seq: 1, case_id: "x".into(), policy: Some(policy), scenario: Some(scenario), want_cut: false };
         let Some(conf::response::Result::Log(log)) = handle_request(&req).result else { panic!() };

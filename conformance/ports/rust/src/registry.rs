@@ -3,11 +3,11 @@
 //! has. Above `policies`, so that `policies/mod.rs` holds only what its
 //! policies share and imports none of them.
 use crate::error::{Category, Check, Refusal, Result, Subject};
-use crate::policies::{full, h2o, keydiff, knorm, openvino, random, snapkv, streamingllm, tova, window, Policy};
+use crate::policies::{full, h2o, keydiff, knorm, lagkv, openvino, random, snapkv, streamingllm, tova, window, Policy};
 
 /// Registry order (spec/README.md#policies).
-pub const REGISTRY: [&str; 10] =
-    ["full", "window", "streamingllm", "h2o", "tova", "snapkv", "random", "openvino", "knorm", "keydiff"];
+pub const REGISTRY: [&str; 11] =
+    ["full", "window", "streamingllm", "h2o", "tova", "snapkv", "random", "openvino", "knorm", "keydiff", "lagkv"];
 
 /// Build a policy from its registry name, parameters and Rng seed
 /// (spec/harness.md#configuration). Check 1: the name is registered.
@@ -23,6 +23,7 @@ pub fn build(name: &str, params: &[(String, i64)], seed: u64) -> Result<Box<dyn 
         "openvino" => Ok(Box::new(openvino::OpenVino::configure(params)?)),
         "knorm" => Ok(Box::new(knorm::Knorm::configure(params)?)),
         "keydiff" => Ok(Box::new(keydiff::KeyDiff::configure(params)?)),
+        "lagkv" => Ok(Box::new(lagkv::LagKv::configure(params)?)),
         _ => Err(Refusal::new(
             Category::UnknownPolicy,
             Subject::new(Check::Unknown, &["name"]),

@@ -11,6 +11,7 @@ from .random import RandomPolicy
 from .openvino import OpenVinoPolicy
 from .knorm import KnormPolicy
 from .keydiff import KeyDiffPolicy
+from .lagkv import LagKvPolicy
 
 REGISTRY = {
     cls.NAME: cls
@@ -25,14 +26,15 @@ REGISTRY = {
         OpenVinoPolicy,
         KnormPolicy,
         KeyDiffPolicy,
+        LagKvPolicy,
     )
 }
 
 # A build of lower precision (KVSPEC_PORT_PRECISION, ../precision.py):
-# h2o and tova read their weights in it and keep their scores in it. knorm's
-# and keydiff's scores come from keys, never from weights: neither is wrapped,
-# each computes in binary64 in every build (a build of lower precision lists
-# neither).
+# h2o and tova read their weights in it and keep their scores in it. knorm's,
+# keydiff's and lagkv's scores come from keys (and values), never from
+# weights: none is wrapped, each computes in binary64 in every build (a build
+# of lower precision lists none of them).
 from .. import precision as _precision  # noqa: E402
 
 if _precision.LOWER:

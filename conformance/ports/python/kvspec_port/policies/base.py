@@ -68,9 +68,17 @@ class Policy:
     # set's kept positions. Not READS_ATTENTION: no `granularity`.
     SUMS_HEADS = False
     # spec/tensors.md#policies-that-read-keys: a policy that reads a
-    # scenario's keys (`knorm`, `keydiff`) and no attention; the harness builds its
-    # kept sets with `tensors.key_sets` and hands each its KV heads' keys.
+    # scenario's keys (`knorm`, `keydiff`, `lagkv`) and no attention; the
+    # harness builds its kept sets with `harness.key_sets` and hands each its
+    # KV heads' keys, and, to one that reads values as well (`lagkv`, spec
+    # 0.18.0), its KV heads' values.
     READS_KEYS = False
+    READS_VALUES = False
+    # The least `head_dim` and `value_dim` its card names
+    # (spec/tensors.md#checks, 1.5 and 1.6): below it, INVALID_HEADS
+    # `range head_dim` (`range value_dim`) before the first step.
+    MIN_HEAD_DIM = 1
+    MIN_VALUE_DIM = 1
 
     def __init__(self, params: dict, rng) -> None:
         # Parameters absent from `params` take their defaults (a policy built

@@ -39,7 +39,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from ..elementary import norm
-from ..tensors import check_key_values, check_keys, check_scenario_keys
+from ..tensors import check_scenario_tensors, check_vector_values, check_vectors
 from .base import (AGGREGATION, BUDGET, GRANULARITY, PREFILL_ONLY, RATIO_PPM, U32_MAX, Policy,
                    ScorePolicy, StepOutcome, combine)
 
@@ -92,7 +92,7 @@ class KnormPolicy(ScorePolicy):
         self.kept.extend(range(first, first + count))
         self.next_min = first + count
         for g, head_keys in enumerate(keys):
-            # head_keys: a binary64 (count, d) array (tensors.check_keys);
+            # head_keys: a binary64 (count, d) array (tensors.check_vectors);
             # the scores, Python floats, become a binary64 array.
             self.kv_scores[g] = np.concatenate((self.kv_scores[g], np.asarray(key_scores(head_keys.tolist()))))
         victims, cut = self.evict(m)
@@ -100,17 +100,18 @@ class KnormPolicy(ScorePolicy):
 
     def step(self, first, count, attention, queries=None, totals=None, total_rows=0, keys=None):
         """A direct call (spec/harness.md#refusals, "Called directly", checks
-        1 to 7), then its keys, which the spec's list of a direct call's
-        checks does not name; the port checks them as a scenario's step
-        (spec/tensors.md#checks, 2 and 3): with no `head_dim` (a policy not
-        built for a scenario's keys) INVALID_HEADS `range head_dim`; then one
-        entry per KV head the set covers, each of `count x d` values,
-        `length keys`; then every entry finite, `value keys`. The
-        attention and query rows, checked, are otherwise ignored."""
+        1 to 7), then its keys (check 8, named since spec 0.18.0; the port
+        checks them as a scenario's step, spec/tensors.md#checks, 2 and 3):
+        with no `head_dim` (a policy not built for a scenario's keys)
+        INVALID_HEADS `range head_dim`; then one entry per KV head the set
+        covers, each of `count x d` values, `length keys`; then every entry
+        finite, `value keys` (knorm's least `head_dim` is 1, which the
+        scenario's range already gives). The attention and query rows,
+        checked, are otherwise ignored."""
         prefill = self.check_direct(first, count, attention, queries, totals, total_rows)
-        check_scenario_keys(self.head_dim, False, True)
-        gathered = check_keys(0, count, keys or [], self.head_dim, self.kv_end - self.kv_first)
-        check_key_values(0, gathered)
+        check_scenario_tensors(self.head_dim, None, False, True, False, 1, 1)
+        gathered = check_vectors(0, count, keys or [], self.head_dim, self.kv_end - self.kv_first, "keys")
+        check_vector_values(0, gathered, "keys")
         return self.step_keys(first, count, gathered, None if prefill is None else prefill[0])
 
     def step_unchecked(self, first, count, attention, prefill=None):

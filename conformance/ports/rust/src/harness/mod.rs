@@ -1,6 +1,7 @@
 //! The harness (spec/harness.md): the decode loop every policy runs in, over
 //! one kept set or several (spec/heads.md), with prefill steps
-//! (spec/prefill.md), spans (spec/spans.md) and keys (spec/tensors.md).
+//! (spec/prefill.md), spans (spec/spans.md) and keys and values
+//! (spec/tensors.md).
 //! This file only declares the files below, which hold the rules by job, and
 //! re-exports their public items (`crate::harness::X`). Each file imports
 //! only files listed before it, and none imports this one:
@@ -31,7 +32,7 @@ mod several_sets;
 pub use log::{EvictionLog, Rejection, StepRecord};
 pub use one_set::{Engine, KeptSet};
 pub use refusals::{total_accepted, weight_accepted, MAX_POSITION};
-pub use run::{run_scenario, run_scenario_with_heads, run_scenario_with_keys};
+pub use run::{run_scenario, run_scenario_with_heads, run_scenario_with_keys, run_scenario_with_tensors};
 pub use scenario::{Scenario, ScenarioStep};
 pub use several_sets::Layer;
 

@@ -24,7 +24,7 @@ use crate::heads::{combine, Aggregation};
 use crate::policies::{rank, Policy, QueryRows, Selection};
 use crate::prefill::Totals;
 use crate::spans::{held_runs, query_spans};
-use crate::tensors::StepKeys;
+use crate::tensors::StepVectors;
 use crate::triggers::Trigger;
 
 /// A kept set (spec/heads.md#kept-sets): kept positions with their own
@@ -147,17 +147,27 @@ impl KeptSet {
     }
 
     /// Hand each covered KV head's keys of the step's admitted positions,
-    /// in ascending KV head order, to its state, after admission
+    /// in ascending KV head order, to its state, after admission, then,
+    /// to a policy that reads values, each covered KV head's values
     /// (spec/tensors.md#what-a-policy-sees). A set that reads no keys is
-    /// handed nothing; a scenario without keys (`None`) hands nothing.
-    pub(super) fn record_keys(&mut self, keys: Option<StepKeys>) {
-        let Some(keys) = keys else { return };
+    /// handed nothing; a scenario without keys (values, `None`) hands no
+    /// keys (values).
+    pub(super) fn record_tensors(&mut self, keys: Option<StepVectors>, values: Option<StepVectors>) {
         if !self.reads_keys() {
             return;
         }
         debug_assert_eq!(self.states.len(), self.kv_heads.len());
+        if let Some(keys) = keys {
+            for (state, &g) in self.states.iter_mut().zip(&self.kv_heads) {
+                state.record_keys(keys.head(g), keys.dim);
+            }
+        }
+        let Some(values) = values else { return };
+        if self.states[0].tensor_needs().values.is_none() {
+            return;
+        }
         for (state, &g) in self.states.iter_mut().zip(&self.kv_heads) {
-            state.record_keys(keys.head(g), keys.head_dim);
+            state.record_values(values.head(g), values.dim);
         }
     }
 

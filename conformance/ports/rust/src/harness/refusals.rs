@@ -2,17 +2,17 @@
 //! spec/harness.md#refusals (check 4): its positions
 //! (spec/harness.md#positions), then the shape of its rows
 //! (spec/heads.md#rows-per-head), of its query rows (spec/prefill.md#checks),
-//! of its column totals (spec/prefill.md#their-checks) and of its keys
-//! (spec/tensors.md#checks), then their values
+//! of its column totals (spec/prefill.md#their-checks) and of its keys and
+//! values (spec/tensors.md#checks), then their entries
 //! (spec/harness.md#attention-weights); and what a checked step carries
-//! (`StepRows`, with its keys in `CheckedStep`). A direct `Policy::Step` has its own list of checks
+//! (`StepRows`, with its keys and values in `CheckedStep`). A direct `Policy::Step` has its own list of checks
 //! (`Engine::step`, `one_set.rs`), which takes `MAX_POSITION` and the weight
 //! check from here.
 
 use super::scenario::ScenarioStep;
 use crate::error::{Category, Check, Refusal, Result, Subject};
 use crate::prefill::Totals;
-use crate::tensors::{check_keys_shape, check_keys_values, StepKeys};
+use crate::tensors::{check_entries, check_shape, StepVectors};
 
 /// The highest position (spec/harness.md#positions).
 pub const MAX_POSITION: u64 = u32::MAX as u64;
@@ -67,21 +67,24 @@ pub(super) enum StepRows<'a> {
 }
 
 /// A checked step: what it carries for the policies that read attention
-/// (`rows`), and its keys in a scenario with keys
-/// (spec/tensors.md#what-a-policy-sees; `None` in one without).
+/// (`rows`), its keys in a scenario with keys and its values in one with
+/// values (spec/tensors.md#what-a-policy-sees; `None` in one without).
 #[derive(Debug)]
 pub(super) struct CheckedStep<'a> {
     pub(super) rows: StepRows<'a>,
-    pub(super) keys: Option<StepKeys<'a>>,
+    pub(super) keys: Option<StepVectors<'a>>,
+    pub(super) values: Option<StepVectors<'a>>,
 }
 
 /// What a step's checks need of the scenario: `hq` query heads, `hkv` KV
-/// heads and `head_dim` (`None`: a scenario without keys).
+/// heads, `head_dim` (`None`: a scenario without keys) and `value_dim`
+/// (`None`: a scenario without values).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct StepShape {
     pub(super) hq: usize,
     pub(super) hkv: u32,
     pub(super) head_dim: Option<u32>,
+    pub(super) value_dim: Option<u32>,
 }
 
 /// The checks of spec/harness.md#refusals for one step of a scenario of
@@ -89,9 +92,10 @@ pub(super) struct StepShape {
 /// spec/prefill.md#their-checks, spec/tensors.md#checks): the positions;
 /// then the rows (their number, then each row's length, head 0 first),
 /// then the query rows' shape, then the column totals' shape, then the
-/// keys' shape; then every weight of every row (head 0 first, index 0 up),
-/// then every weight of every query row, then every column total, then
-/// every key entry. Returns what the step carries.
+/// keys' shape, then the values'; then every weight of every row (head 0
+/// first, index 0 up), then every weight of every query row, then every
+/// column total, then every key entry, then every value entry. Returns
+/// what the step carries.
 pub(super) fn check_explicit_step(first: u64, step: &ScenarioStep, shape: StepShape) -> Result<CheckedStep<'_>> {
     let hq = shape.hq;
     if step.admit == 0 {
@@ -101,16 +105,17 @@ pub(super) fn check_explicit_step(first: u64, step: &ScenarioStep, shape: StepSh
         return Err(Refusal::position(Check::Rule, "positions run past 2^32 - 1"));
     }
     // Check 3: the rows' shape, the query rows', the totals', then the
-    // keys'.
+    // keys' and the values'.
     let rows = check_rows_shape(first, step, hq)?;
     let has_queries = !step.queries.is_empty();
     if has_queries {
         check_queries_shape(first, step, hq)?;
     }
     let has_totals = check_totals_shape(first, step, hq)?;
-    check_keys_shape(&step.keys, step.admit, shape.hkv, shape.head_dim)?;
+    check_shape("keys", &step.keys, step.admit, shape.hkv, shape.head_dim)?;
+    check_shape("values", &step.values, step.admit, shape.hkv, shape.value_dim)?;
     // Check 4: the rows' weights, the query rows', the totals, then the
-    // keys.
+    // keys and the values.
     let field = rows_field(hq);
     for (h, row) in rows.iter().flatten().enumerate() {
         check_weights(row, field).map_err(|r| r.in_context(format_args!("head {h}")))?;
@@ -128,7 +133,8 @@ pub(super) fn check_explicit_step(first: u64, step: &ScenarioStep, shape: StepSh
             totals = Some(Totals { sums: &step.totals, rows: step.total_rows });
         }
     }
-    check_keys_values(&step.keys)?;
+    check_entries("keys", &step.keys)?;
+    check_entries("values", &step.values)?;
     let rows = if has_queries {
         StepRows::Queries { rows: step.queries.iter().map(|r| r.as_slice()).collect(), totals }
     } else {
@@ -137,8 +143,9 @@ pub(super) fn check_explicit_step(first: u64, step: &ScenarioStep, shape: StepSh
             Some(rows) => StepRows::Rows(rows),
         }
     };
-    let keys = shape.head_dim.map(|d| StepKeys { entries: &step.keys, head_dim: d as usize });
-    Ok(CheckedStep { rows, keys })
+    let keys = shape.head_dim.map(|d| StepVectors { entries: &step.keys, dim: d as usize });
+    let values = shape.value_dim.map(|e| StepVectors { entries: &step.values, dim: e as usize });
+    Ok(CheckedStep { rows, keys, values })
 }
 
 /// Step check 3, the rows (spec/heads.md#rows-per-head): with one query

@@ -14,7 +14,7 @@ use super::several_sets::Layer;
 use crate::error::Refusal;
 use crate::heads::HeadCounts;
 use crate::registry;
-use crate::tensors::missing_head_dim;
+use crate::tensors::check_needs;
 use crate::trace::{TraceGenerator, TraceParams};
 
 /// Run a policy configuration over a single-head scenario (`RunScenario`).
@@ -37,12 +37,8 @@ pub fn run_scenario_with_heads(
 }
 
 /// Run a policy configuration over a scenario with validated head counts
-/// and `head_dim` (`None`: a scenario without keys; the caller checked
-/// spec/tensors.md#checks' scenario checks after the head counts, as
-/// `protocol.rs` does, so a trace comes with `None`). A policy that reads
-/// keys without `head_dim` (over steps or a trace) is refused here all the
-/// same (`INVALID_HEADS` `range head_dim`, step -1), for a caller that did
-/// not check. Never fails: a refusal ends the log.
+/// and `head_dim` (`None`: a scenario without keys) and without values.
+/// Never fails: a refusal ends the log.
 pub fn run_scenario_with_keys(
     name: &str,
     params: &[(String, i64)],
@@ -51,15 +47,37 @@ pub fn run_scenario_with_keys(
     head_dim: Option<u32>,
     scenario: &Scenario,
 ) -> EvictionLog {
+    run_scenario_with_tensors(name, params, seed, heads, head_dim, None, scenario)
+}
+
+/// Run a policy configuration over a scenario with validated head counts,
+/// `head_dim` and `value_dim` (`None`: a scenario without keys, values;
+/// the caller checked spec/tensors.md#checks' scenario checks after the
+/// head counts, as `protocol.rs` does, so a trace comes with `None`). A
+/// policy whose keys or values are missing or too short (over steps or a
+/// trace) is refused here all the same (`INVALID_HEADS` `range head_dim`
+/// or `range value_dim`, step -1), for a caller that did not check. Never
+/// fails: a refusal ends the log.
+pub fn run_scenario_with_tensors(
+    name: &str,
+    params: &[(String, i64)],
+    seed: u64,
+    heads: HeadCounts,
+    head_dim: Option<u32>,
+    value_dim: Option<u32>,
+    scenario: &Scenario,
+) -> EvictionLog {
     let mut log = EvictionLog::default();
     let refuse = |log: &mut EvictionLog, refusal: Refusal, step: i32| {
         log.rejection = Some(Rejection { refusal, step });
     };
-    // spec/tensors.md#checks, 1.3: a policy that reads keys needs head_dim
-    // (which a trace never has, 1.2).
-    if head_dim.is_none() && registry::build(name, params, seed).is_ok_and(|p| p.reads_keys()) {
-        refuse(&mut log, missing_head_dim(), -1);
-        return log;
+    // spec/tensors.md#checks, 1.5 and 1.6: a policy that reads keys
+    // (values) needs head_dim (value_dim), which a trace never has.
+    if let Ok(policy) = registry::build(name, params, seed) {
+        if let Err(refusal) = check_needs(head_dim, value_dim, policy.tensor_needs()) {
+            refuse(&mut log, refusal, -1);
+            return log;
+        }
     }
     match scenario {
         Scenario::Steps(steps) => {
@@ -70,7 +88,7 @@ pub fn run_scenario_with_keys(
                     return log;
                 }
             };
-            let shape = StepShape { hq: heads.query as usize, hkv: heads.kv, head_dim };
+            let shape = StepShape { hq: heads.query as usize, hkv: heads.kv, head_dim, value_dim };
             let mut next: u64 = 0;
             for (index, step) in steps.iter().enumerate() {
                 match check_explicit_step(next, step, shape) {
@@ -139,13 +157,13 @@ fn run_multi_head_trace(layer: &mut Layer, params: &TraceParams, heads: HeadCoun
     };
     for t in 0..params.steps as u64 {
         let record = if gens.is_empty() {
-            layer.step_with(t, 1, None::<&fn(usize, u32) -> f32>, None)
+            layer.step_with(t, 1, None::<&fn(usize, u32) -> f32>, (None, None))
         } else {
             for g in &mut gens {
                 g.begin_step(t);
             }
             let gens = &gens;
-            layer.step_with(t, 1, Some(&|h: usize, p: u32| gens[h].weight(p as u64)), None)
+            layer.step_with(t, 1, Some(&|h: usize, p: u32| gens[h].weight(p as u64)), (None, None))
         };
         log.steps.push(record);
     }

@@ -1,8 +1,8 @@
 //! A scenario as the harness receives it (spec/harness.md#scenarios): explicit
 //! steps (`ScenarioStep`: a full-cache row, one row per query head
 //! (spec/heads.md#rows-per-head), or query rows (spec/prefill.md#query-rows)
-//! with column totals (spec/prefill.md#column-totals)), each with its keys in
-//! a scenario with keys (spec/tensors.md#the-fields), or a generated trace
+//! with column totals (spec/prefill.md#column-totals)), each with its keys
+//! (and values) in a scenario with keys (values) (spec/tensors.md#the-fields), or a generated trace
 //! (spec/trace.md). Its steps are checked in `refusals.rs` and run in `run.rs`.
 
 use crate::trace::TraceParams;
@@ -18,7 +18,8 @@ use crate::trace::TraceParams;
 /// and `keys` (the proto's field 7: in a scenario with `head_dim` `d`, one
 /// entry per KV head, KV head 0 first, each the `admit x d` binary32 key
 /// values of the admitted positions, position ascending; empty in one
-/// without; spec/tensors.md#the-fields).
+/// without; spec/tensors.md#the-fields), and `values` (the proto's field
+/// 8, since spec 0.18.0: as `keys` with `value_dim` for `head_dim`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ScenarioStep {
     pub admit: u32,
@@ -28,6 +29,7 @@ pub struct ScenarioStep {
     pub totals: Vec<Vec<f64>>,
     pub total_rows: u32,
     pub keys: Vec<Vec<f32>>,
+    pub values: Vec<Vec<f32>>,
 }
 
 impl ScenarioStep {
@@ -56,6 +58,12 @@ impl ScenarioStep {
     /// head_dim` values (spec/tensors.md#the-fields).
     pub fn with_keys(self, keys: Vec<Vec<f32>>) -> Self {
         ScenarioStep { keys, ..self }
+    }
+
+    /// The same step carrying values: `values[g]` is KV head `g`'s, `admit
+    /// x value_dim` values (spec/tensors.md#the-fields).
+    pub fn with_values(self, values: Vec<Vec<f32>>) -> Self {
+        ScenarioStep { values, ..self }
     }
 }
 

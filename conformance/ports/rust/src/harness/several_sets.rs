@@ -19,7 +19,11 @@ use crate::heads::{floor_of, sets_of, shared_victim_counts, Aggregation, HeadCou
 use crate::policies::rank;
 use crate::prefill::Totals;
 use crate::registry;
-use crate::tensors::StepKeys;
+use crate::tensors::StepVectors;
+
+/// A step's keys and values, each `None` in a scenario without them
+/// (spec/tensors.md#what-a-policy-sees).
+pub(super) type Tensors<'a> = (Option<StepVectors<'a>>, Option<StepVectors<'a>>);
 
 /// Every kept set of a run over a scenario's heads (spec/heads.md), in set
 /// order.
@@ -94,11 +98,11 @@ impl Layer {
     /// keys in a scenario with keys. Returns the step's record
     /// (spec/heads.md#the-eviction-log).
     pub(super) fn step(&mut self, first: u64, count: u64, step: &CheckedStep) -> StepRecord {
-        let keys = step.keys;
+        let tensors = (step.keys, step.values);
         match &step.rows {
-            StepRows::Rows(rows) => self.step_with(first, count, Some(&|h: usize, p: u32| rows[h][p as usize]), keys),
-            StepRows::Null => self.step_with(first, count, None::<&fn(usize, u32) -> f32>, keys),
-            StepRows::Queries { rows, totals } => self.step_prefill(first, count, rows, *totals, keys),
+            StepRows::Rows(rows) => self.step_with(first, count, Some(&|h: usize, p: u32| rows[h][p as usize]), tensors),
+            StepRows::Null => self.step_with(first, count, None::<&fn(usize, u32) -> f32>, tensors),
+            StepRows::Queries { rows, totals } => self.step_prefill(first, count, rows, *totals, tensors),
         }
     }
 
@@ -106,7 +110,7 @@ impl Layer {
     /// `queries` the step's `Hq x m` query rows and `totals` its column
     /// totals, if any: each set, in set order, admits the chunk, hands
     /// each covered head its gathered query rows (and totals), or each
-    /// covered KV head its keys of the chunk (`keys`), then evicts
+    /// covered KV head its keys and values of the chunk, then evicts
     /// by its step budget with the prefill rule's scores and candidates;
     /// under a shared budget the sets evict together once all have
     /// recorded.
@@ -116,7 +120,7 @@ impl Layer {
         count: u64,
         queries: &[&[f32]],
         totals: Option<Totals>,
-        keys: Option<StepKeys>,
+        (keys, values): Tensors,
     ) -> StepRecord {
         let m = queries.len() / self.query_heads;
         let last = first + count - 1;
@@ -125,7 +129,7 @@ impl Layer {
             let mut record = set.begin_step(count);
             set.admit_step(first, count, &mut record);
             set.record_queries(queries, m, last, totals);
-            set.record_keys(keys);
+            set.record_tensors(keys, values);
             set.end_of_records();
             if self.shared.is_none() {
                 records.push(set.evict(record, count, true));
@@ -137,10 +141,10 @@ impl Layer {
     }
 
     /// One validated step, each head's weights given by `weight(h, p)` (or
-    /// `None`: null attention for every head), and `keys` the step's keys
-    /// in a scenario with keys. Each set, in set order, records its heads'
-    /// weights at its own kept positions, admits (handed its KV heads'
-    /// keys of the admitted positions), then evicts down to its budget;
+    /// `None`: null attention for every head), and the step's keys and
+    /// values in a scenario with them. Each set, in set order, records its
+    /// heads' weights at its own kept positions, admits (handed its KV
+    /// heads' keys and values of the admitted positions), then evicts down to its budget;
     /// under a shared budget the sets evict together once all have
     /// admitted.
     pub(super) fn step_with<W: Fn(usize, u32) -> f32>(
@@ -148,7 +152,7 @@ impl Layer {
         first: u64,
         count: u64,
         weight: Option<&W>,
-        keys: Option<StepKeys>,
+        (keys, values): Tensors,
     ) -> StepRecord {
         let mut records = Vec::with_capacity(self.sets.len());
         for set in &mut self.sets {
@@ -157,7 +161,7 @@ impl Layer {
             }
             let mut record = set.begin_step(count);
             set.admit_step(first, count, &mut record);
-            set.record_keys(keys);
+            set.record_tensors(keys, values);
             set.end_of_records();
             if self.shared.is_none() {
                 records.push(set.evict(record, count, false));

@@ -10,6 +10,7 @@ use crate::prefill::{PrefillOptions, PREFILL_ONLY, RATIO_PPM};
 pub use crate::params::{resolve_params, ParamSpec};
 pub use crate::prefill::QueryRows;
 use crate::spans::SpanOptions;
+pub use crate::tensors::TensorNeeds;
 use crate::triggers::{TriggerOptions, TRIGGER_PARAMS};
 
 pub mod full;
@@ -20,6 +21,9 @@ mod keydiff_tests;
 pub mod knorm;
 #[cfg(test)]
 mod knorm_tests;
+pub mod lagkv;
+#[cfg(test)]
+mod lagkv_tests;
 pub mod openvino;
 #[cfg(test)]
 mod openvino_tests;
@@ -160,7 +164,7 @@ pub trait Policy {
         self.block_options().by_blocks()
     }
     /// Whether the policy reads a scenario's keys
-    /// (spec/tensors.md#policies-that-read-keys: `knorm`, `keydiff`). Such a policy
+    /// (spec/tensors.md#policies-that-read-keys: `knorm`, `keydiff`, `lagkv`). Such a policy
     /// takes `granularity` (`head_options`) but reads no attention: a kept
     /// set holds one state per KV head it covers, is handed no row and no
     /// query row, and combines its KV heads' `scores`; a scenario without
@@ -174,6 +178,19 @@ pub trait Policy {
     /// (spec/tensors.md#what-a-policy-sees). The others are never handed
     /// keys.
     fn record_keys(&mut self, _keys: &[f32], _head_dim: usize) {}
+    /// What the policy reads of a scenario's tensors
+    /// (spec/tensors.md#checks, 1.5 and 1.6): the least `head_dim` its card
+    /// names if it reads keys (1 for `knorm` and `keydiff`), the least
+    /// `value_dim` if it reads values (`lagkv`: 2 and 2).
+    fn tensor_needs(&self) -> TensorNeeds {
+        TensorNeeds { keys: self.reads_keys().then_some(1), values: None }
+    }
+    /// A policy that reads values: this state's KV head's values of the
+    /// step's admitted positions (`values`, `admit x value_dim` binary32
+    /// values, position ascending), handed after `record_keys`
+    /// (spec/tensors.md#what-a-policy-sees). The others are never handed
+    /// values.
+    fn record_values(&mut self, _values: &[f32], _value_dim: usize) {}
 }
 
 /// Keep only the elements of a per-slot vector (with `stride` entries per
