@@ -116,7 +116,8 @@ cp conformance/fuzz/seed-dump.bin "$work/dumps/"
 # causal rows), each behind import_fuzzer's 5 control bytes (tools/fuzz/
 # import_fuzzer.cc): a .npy matrix, layer.<n> matrices, a window.<n> with
 # its __metadata__, a file with both, chunk.<n>.<e> tensors with their
-# __metadata__, chunks beside a window, step.<t> rows.
+# __metadata__, chunks beside a window, keys and values beside them,
+# step.<t> rows.
 python3 - "$work/attention" <<'EOF' || missing "cannot write the attention seeds" "seed error"
 import json, struct, sys
 
@@ -209,6 +210,22 @@ seeds = {
         ("layer.0", [2, 4, 4], matrix(2, 4)),
         ("keys.0", [1, 4, 2], [3.0, 4.0, 0.0, 2.0, -1.0, 0.0, 1e-3, -2.5])],
         {"num_key_value_heads": "1"})),
+    # window.0 [4, 2, 6] over 2 KV heads, keys.0 [2, 6, 3] and values.0
+    # [2, 6, 2]: --keys --values --kv_heads=2 (lagkv judges a partition).
+    "window-values": (b"\x01\x44\x10\x00\x00", safetensors([
+        ("window.0", [4, 2, 6], window(4, 2, 6)),
+        ("keys.0", [2, 6, 3], [0.25 * ((5 * i) % 13) - 1.5 for i in range(36)]),
+        ("values.0", [2, 6, 2], [((7 * i) % 11) - 5.0 for i in range(24)])],
+        {"num_key_value_heads": "2", "num_attention_heads": "4"})),
+    # chunk.1.3, chunk.1.6, chunk.1.8 [1, 2, e], keys.1 [1, 8, 2] and
+    # values.1 [1, 8, 1]: --keys --values --decode=1 (value_dim 1: lagkv
+    # refuses).
+    "chunks-values": (b"\x01\x44\x00\x00\x81", safetensors(
+        chunks(1, 1, 2, 3, 8) + [
+            ("keys.1", [1, 8, 2], [3.0, -1.0, 0.5, 2.0, -0.0, 1.0, 4.0, 4.0,
+                                   1e-3, -2.5, 0.0, 0.0, 2.0, 1.0, -1.0, 0.5]),
+            ("values.1", [1, 8, 1], [1.0, 2.0, 0.5, -3.0, 0.0, 7.0, 1.5, -1.0])],
+        {"num_key_value_heads": "1", "layout": "chunks"})),
     # step.0 .. step.4, [2, t + 1]: heads 1,0.
     "steps": (b"\x01\x00\xc3\x00\x00", safetensors([
         ("step.%d" % t, [2, t + 1], row(t, t + 1) * 2) for t in range(5)])),
@@ -221,12 +238,12 @@ EOF
 printf '%s\n' '"\x93NUMPY"' '"descr"' '"<f4"' '"fortran_order"' '"False"' '"True"' \
   '"shape"' '"layer."' '"window."' '"chunk."' '"step."' '"totals."' '"dtype"' \
   '"F32"' '"F64"' '"data_offsets"' '"__metadata__"' '"tokens"' '"window_rows"' \
-  '"prefill_chunk"' '"num_attention_heads"' '"keys."' \
+  '"prefill_chunk"' '"num_attention_heads"' '"keys."' '"values."' \
   '"num_key_value_heads"' '"\\u"' >"$work/attention.dict"
 # Scenarios (spec/kvspec.proto): decode steps with one head, a chunk and
 # null attention; a prefill step with query rows and decode steps with two
-# heads; keys of two KV heads (spec/tensors.md); a canonical trace with two
-# heads.
+# heads; keys of two KV heads (spec/tensors.md); keys and values, which
+# lagkv reads; a canonical trace with two heads.
 encode() { protoc --proto_path=. --encode=kvspec.v1.Scenario spec/kvspec.proto >"$work/scenarios/$1" ||
              missing "cannot encode the scenario seed $1" "seed error"; }
 encode decode <<'EOF'
@@ -273,6 +290,15 @@ head_dim: 2
 steps { admit: 2 keys { values: [3, 4, 0, 1] } keys { values: [0, 1, 6, 8] } }
 steps { admit: 1 heads { weights: [0.5, 0.5] } heads { weights: [0.25, 0.75] }
         keys { values: [1, -1] } keys { values: [-0, 2] } }
+EOF
+encode values <<'EOF'
+id: "values"
+head_dim: 2
+value_dim: 2
+steps { admit: 5 keys { values: [9, 9, 0, 1, 0.5, 0.5, 0, 0, 1, 1] }
+        values { values: [9, 9, 0.5, 0.5, 0.5, 0.5, 0, 0, 1, 1] } }
+steps { admit: 1 attention { weights: [0.5, 0.25, 0.125, 0.125, 0] }
+        keys { values: [2, -1] } values { values: [-0, 3] } }
 EOF
 encode trace <<'EOF'
 id: "trace"

@@ -12,9 +12,10 @@ positions (carrying the last --window queries' rows before them) followed by
 D = --decode decode steps; tools/simulate --json runs each policy of
 --policies with its kvpress-0.5.5 preset (compression once at prefill,
 prefill_only 1: nothing evicted while decoding) at each ratio of --ratios.
-With knorm or keydiff among them, the capture and the import carry the
-layer's keys too (capture_attention.py --keys, import_attention --keys),
-which those score from.
+With knorm, keydiff or lagkv among them, the capture and the import carry
+the layer's keys too (capture_attention.py --keys, import_attention
+--keys), which those score from, and with lagkv its values
+(--values) as well.
 
 For each layer, policy, ratio and query head it reports the **retained
 attention mass** of the D decode queries: for decode query q, the share of
@@ -81,12 +82,15 @@ from capture_files import HelpFormatter  # noqa: E402  (tools/attention/)
 DEFAULT_PROMPT_TOKENS = 2048
 # The policies with a kvpress-0.5.5 preset (cc/presets.cc), and how each
 # is drawn.
-POLICIES = ("snapkv", "tova", "streamingllm", "h2o", "knorm", "keydiff")
-# The policies scored from the captured keys (spec/tensors.md).
-KEY_POLICIES = ("knorm", "keydiff")
+POLICIES = ("snapkv", "tova", "streamingllm", "h2o", "knorm", "keydiff", "lagkv")
+# The policies scored from the captured keys (spec/tensors.md), and those
+# from its values too.
+KEY_POLICIES = ("knorm", "keydiff", "lagkv")
+VALUE_POLICIES = ("lagkv",)
 STYLE = {"snapkv": ("#1f77b4", "o"), "tova": ("#d62728", "s"),
          "streamingllm": ("#2ca02c", "^"), "h2o": ("#9467bd", "D"),
-         "knorm": ("#ff7f0e", "v"), "keydiff": ("#8c564b", "P")}
+         "knorm": ("#ff7f0e", "v"), "keydiff": ("#8c564b", "P"),
+         "lagkv": ("#17becf", "X")}
 
 
 class ReportError(Exception):
@@ -239,8 +243,9 @@ def parse_args(argv):
     parser.add_argument("--policies", default=None,
                         help=f"comma-separated, of: {', '.join(POLICIES)} "
                         "(each run with its kvpress-0.5.5 preset; default: "
-                        "all six, without h2o under --attention sdpa; knorm "
-                        "and keydiff score from the captured keys)")
+                        "all seven, without h2o under --attention sdpa; knorm "
+                        "and keydiff score from the captured keys, lagkv "
+                        "from its keys and values)")
     parser.add_argument("--attention", default="eager", choices=("eager", "sdpa"),
                         help="the attention arithmetic the rows are captured "
                         "with (h2o needs eager)")
@@ -539,10 +544,12 @@ def report(args, ratios, policies):
     rows_wanted = 2 ** 31 - 1 if args.window == 0 else args.window + args.decode
     totals_args = (["--totals", "--totals_decode", str(args.decode)]
                    if totals else [])
-    # knorm and keydiff score from the keys (spec/tensors.md): capture and
-    # import them.
+    # knorm, keydiff and lagkv score from the keys, lagkv from the values too
+    # (spec/tensors.md): capture and import them.
     keys = any(p in KEY_POLICIES for p in policies)
+    values = any(p in VALUE_POLICIES for p in policies)
     totals_args += ["--keys"] if keys else []
+    totals_args += ["--values"] if values else []
     print(f"attention_report: capturing layers {args.layers} of {model_name} "
           f"over {len(ids):,} tokens ({how}, sha256 {sha[:12]})",
           file=sys.stderr, flush=True)
@@ -574,6 +581,7 @@ def report(args, ratios, policies):
                  f"--kv_heads={kv_heads}", f"--window_rows={window_rows}",
                  f"--decode={args.decode}", *(["--totals"] if totals else []),
                  *(["--keys"] if keys else []),
+                 *(["--values"] if values else []),
                  f"--id={model_name}/tokens-{sha[:12]}/layer{layer}",
                  f"--output={scenario}"],
                 f"import_attention layer {layer}")

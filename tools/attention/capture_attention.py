@@ -58,6 +58,19 @@ one tensor (one per chunk with --prefill_chunk) to the .safetensors file
         that they are the cache's keys of transformers' own forward pass
         with the same attention, bit for bit.
 
+    values.<n>   F32 [Hkv, L, e]  (--values, beside any layout, eager or sdpa,
+                                   with or without --keys)
+        the layer's value states as its attention function receives them:
+        after v_proj (and any v_norm), exactly what transformers'
+        DynamicCache holds for the layer after the forward pass. Laid out
+        as keys.<n>: values.<n>[g, p, :] is KV head g's value of position p
+        (e = head_dim, the width transformers' attention projects values
+        to; a model whose values are another width is refused naming
+        both). tools/attention/import_attention --values reads them into
+        the scenario's values (spec/tensors.md), which lagkv reads with the
+        keys. capture_attention_test checks them against the cache as it
+        checks the keys, bit for bit.
+
 Nothing of size L x L is ever held: rows are computed from the layer's queries
 and keys a block of rows at a time (--block_rows), with the arithmetic of the
 attention the rows stand for (--attention):
@@ -100,7 +113,7 @@ disk space; a run that would not fit is refused with the figures and the way
 out. __metadata__ records the model, layers, token count, window, attention
 path, versions and the SHA-256 of the token ids (and, with --prefill_chunk,
 "layout": "chunks", "prefill_chunk": C and "chunks": their count per layer;
-with --keys, "keys": "1").
+with --keys, "keys": "1"; with --values, "values": "1").
 
     tools/.venv-torch/bin/python tools/attention/capture_attention.py \\
         --model ~/models/Llama-3.2-1B --text prompt.txt --layers 0,8 \\
@@ -215,6 +228,13 @@ def parse_args(argv):
                         "embedding), KV head by KV head, position-major, "
                         "for import_attention --keys (spec/tensors.md); "
                         "any layout, eager or sdpa")
+    parser.add_argument("--values", action="store_true",
+                        help="also write values.<n> F32 [kv_heads, L, "
+                        "head_dim]: each captured layer's value states as "
+                        "the cache holds them, KV head by KV head, "
+                        "position-major, for import_attention --values "
+                        "(spec/tensors.md; lagkv reads them with the "
+                        "keys); any layout, eager or sdpa")
     parser.add_argument("--attention", choices=("eager", "sdpa"),
                         default="eager",
                         help="the attention whose rows to capture (default "
@@ -313,11 +333,13 @@ class Capture:
     """The attention function the model runs, and what it records."""
 
     def __init__(self, torch, layers, spans, attention, block_rows, writer,
-                 totals=None, keys=None):
+                 totals=None, keys=None, values=None):
         self.torch = torch
         # --keys: the shape (Hkv, L, d) of keys.<layer>, into which each
         # captured layer's key states are written; None: no keys.
         self.keys = keys
+        # --values: the same for values.<layer>, (Hkv, L, e); None: none.
+        self.values = values
         # --totals: P = totals, the rows 0 .. P-1 of a captured layer are
         # computed and added to its KV group's column totals over keys
         # 0 .. P-1 (spec/prefill.md#column-totals); None: no totals.
@@ -427,20 +449,20 @@ class Capture:
             head = group * groups + i
             self.writer.write(f"totals.{layer}", head * width * 8, sums[i])
 
-    def record_keys(self, layer, key):
-        """Writes key [1, Hkv, L, d], the layer's key states as its attention
-        receives them, into keys.<layer> [Hkv, L, d], one KV head at a
-        time."""
-        if tuple(key.shape) != (1, *self.keys):
+    def record_vectors(self, name, layer, states, shape):
+        """Writes states [1, Hkv, L, d], the layer's key or value states
+        (name "keys" or "values") as its attention receives them, into
+        <name>.<layer> of `shape` (Hkv, L, d), one KV head at a time."""
+        if tuple(states.shape) != (1, *shape):
             raise RuntimeError(
-                f"layer {layer}'s keys are {list(key.shape)}, not the "
-                f"[1, {', '.join(str(x) for x in self.keys)}] the config "
+                f"layer {layer}'s {name} are {list(states.shape)}, not the "
+                f"[1, {', '.join(str(x) for x in shape)}] the config "
                 f"gives (num_key_value_heads, tokens, head_dim)")
-        _, kv_heads, length, head_dim = key.shape
+        _, kv_heads, length, width = states.shape
         for g in range(kv_heads):
-            head = key[0, g].to(device="cpu",
-                                dtype=self.torch.float32).contiguous().numpy()
-            self.writer.write(f"keys.{layer}", g * length * head_dim * 4, head)
+            head = states[0, g].to(
+                device="cpu", dtype=self.torch.float32).contiguous().numpy()
+            self.writer.write(f"{name}.{layer}", g * length * width * 4, head)
 
     def blocks(self, length, everything):
         """Row ranges covering the spans' rows and every row 0..everything-1
@@ -478,7 +500,9 @@ class Capture:
         need_output = layer < self.last_layer
         output = None
         if captured and self.keys is not None:
-            self.record_keys(layer, key)
+            self.record_vectors("keys", layer, key, self.keys)
+        if captured and self.values is not None:
+            self.record_vectors("values", layer, value, self.values)
         if self.attention == "sdpa":
             if captured:
                 for g in range(kv_heads):
@@ -553,7 +577,7 @@ def repeat_group(states, group, groups):
 
 def estimate_memory(config, params_bytes, length, layers, window, matrix,
                     block_rows, chunk_rows, attention, header_bytes=0,
-                    keys=False):
+                    keys=False, values=False):
     """Bytes the run needs at its peak, a deliberate over-estimate."""
     hidden = config.hidden_size
     heads = config.num_attention_heads
@@ -577,9 +601,9 @@ def estimate_memory(config, params_bytes, length, layers, window, matrix,
     # The header and the writer's table of tensors (a chunked prefill has
     # one tensor per chunk and layer): the JSON, its dict, their copies.
     tables = header_bytes * 8
-    # --keys: a layer's keys converted and copied for the writer (one KV
-    # head at a time; counted whole).
-    key_copies = kv_heads * length * head_dim * f32 if keys else 0
+    # --keys, --values: a layer's keys and values converted and copied for
+    # the writer (one KV head at a time; counted whole).
+    key_copies = kv_heads * length * head_dim * f32 * (int(keys) + int(values))
     return int(params_bytes + activations + block + rope + tables +
                key_copies + 0.5 * GIB)
 
@@ -713,6 +737,12 @@ def capture(args):
     if args.keys:
         tensors += [(f"keys.{n}", "F32", (kv_heads, length, head_dim), 4)
                     for n in layers]
+    # Values are head_dim wide in transformers' attention modules (v_proj
+    # to num_key_value_heads x head_dim); Capture refuses any other width.
+    value_dim = head_dim
+    if args.values:
+        tensors += [(f"values.{n}", "F32", (kv_heads, length, value_dim), 4)
+                    for n in layers]
 
     # The model's weights without allocating them (meta device).
     with torch.device("meta"):
@@ -746,6 +776,8 @@ def capture(args):
         metadata["total_rows"] = str(total_rows)
     if args.keys:
         metadata["keys"] = "1"
+    if args.values:
+        metadata["values"] = "1"
     if chunked:
         metadata["prefill_chunk"] = str(args.prefill_chunk)
         metadata["chunks"] = str(len(spans))
@@ -765,7 +797,7 @@ def capture(args):
     need = estimate_memory(config, params_bytes, length, layers, window,
                            args.matrix or args.totals, block_rows,
                            args.chunk_rows, args.attention, len(header),
-                           args.keys)
+                           args.keys, args.values)
     have = (int(args.memory_limit_gib * GIB) if args.memory_limit_gib
             else mem_available())
     if have is not None and need > have:
@@ -793,7 +825,9 @@ def capture(args):
         state = Capture(torch, layers, spans, args.attention, block_rows,
                         writer, totals=total_rows,
                         keys=((kv_heads, length, head_dim) if args.keys
-                              else None))
+                              else None),
+                        values=((kv_heads, length, value_dim) if args.values
+                                else None))
         AttentionInterface.register(ATTENTION_NAME, state)
         implementation = ATTENTION_NAME
         model = AutoModelForCausalLM.from_pretrained(

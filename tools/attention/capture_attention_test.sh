@@ -14,8 +14,9 @@
 # chunk's rows checked the same way, the last chunk's against the window's,
 # imported as one prefill step per chunk and run by simulate. And
 # tools/bench/captured_blocks.py on one layer's matrix, window's figures
-# checked against its rule. And --keys: each layer's keys against
-# transformers' DynamicCache, bit for bit.
+# checked against its rule. And --keys and --values: each layer's keys and
+# values against transformers' DynamicCache, bit for bit, imported and run
+# by knorm (keys) and lagkv (keys and values).
 #
 # Needs a Python with torch, transformers and safetensors:
 # $KVSPEC_CAPTURE_PYTHON, else tools/.venv-torch/bin/python in the
@@ -555,16 +556,17 @@ refuse "bad device" "--device nowhere" --token_ids "$TMP/ids.txt" \
   --out "$TMP/report" \
   --import_attention "$IMPORT" --simulate "$SIMULATE" >"$TMP/report.out" 2>&1 \
   || fail "attention_report exited $?: $(tail -5 "$TMP/report.out")"
-# Without --policies: all six under eager attention, h2o left out under
+# Without --policies: all seven under eager attention, h2o left out under
 # sdpa (whose weights the totals cannot be summed from).
 "$PYTHON" - "$REPORT" "$TMP" <<'PYEOF' || fail "attention_report's default policies"
 import importlib.util, sys
 spec = importlib.util.spec_from_file_location("attention_report", sys.argv[1])
 report = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(report)
-for extra, want in (([], ["snapkv", "tova", "streamingllm", "h2o", "knorm", "keydiff"]),
+for extra, want in (([], ["snapkv", "tova", "streamingllm", "h2o", "knorm", "keydiff",
+                          "lagkv"]),
                     (["--attention", "sdpa"], ["snapkv", "tova", "streamingllm", "knorm",
-                                               "keydiff"])):
+                                               "keydiff", "lagkv"])):
     args = report.parse_args(["--out", f"{sys.argv[2]}/defaults-out", *extra])
     _, policies = report.validate(args)
     assert policies == want, (extra, policies)
@@ -809,45 +811,55 @@ done
   && grep -q -- "give --totals too" "$TMP/bad-totals" \
   || fail "capture --totals_decode without --totals: $(cat "$TMP/bad-totals")"
 
-# --- Keys (--keys, spec/tensors.md) ---
-# keys.<n> F32 [2, 600, 8] beside the window (eager and sdpa) and the chunks:
-# bit for bit the DynamicCache's keys of transformers' own forward pass with
-# the same attention; the rows are those captured without --keys, and a
-# capture without --keys has no keys.<n>.
-for keys in "kwin" "kchunks --prefill_chunk 256" "ksdpa --attention sdpa"; do
+# --- Keys and values (--keys, --values, spec/tensors.md) ---
+# keys.<n> F32 [2, 600, 8] and values.<n> F32 [2, 600, 8] beside the window
+# (eager and sdpa) and the chunks, and values.<n> alone beside a window: bit
+# for bit the DynamicCache's keys and values of transformers' own forward
+# pass with the same attention; the rows are those captured without them,
+# and a capture without --keys (--values) has no keys.<n> (values.<n>).
+for keys in "kwin --keys --values" "kchunks --keys --values --prefill_chunk 256" \
+    "ksdpa --keys --values --attention sdpa" "vwin --values"; do
   set -- $keys
   "$PYTHON" "$CAPTURE" --model "$TMP/model" --token_ids "$TMP/ids.txt" \
-    --layers 0,1 --window 40 --block_rows 64 --chunk_rows 100 --keys \
+    --layers 0,1 --window 40 --block_rows 64 --chunk_rows 100 \
     "${@:2}" --output "$TMP/$1.safetensors" >/dev/null 2>"$TMP/$1.err" \
-    || fail "capture --keys ${*:2} exited $?: $(cat "$TMP/$1.err")"
+    || fail "capture ${*:2} exited $?: $(cat "$TMP/$1.err")"
 done
-"$PYTHON" - "$TMP" <<'PYEOF' || fail "keys against transformers' cache"
+"$PYTHON" - "$TMP" <<'PYEOF' || fail "keys and values against transformers' cache"
 import sys, torch, transformers
 from safetensors import safe_open
 from transformers import AutoModelForCausalLM, DynamicCache
 transformers.utils.logging.disable_progress_bar()
 tmp = sys.argv[1]
 ids = torch.tensor([[int(x) for x in open(f"{tmp}/ids.txt").read().split()]])
-for attention, pairs in (("eager", (("kwin", "win"), ("kchunks", "chunks"))),
-                         ("sdpa", (("ksdpa", "sdpa"),))):
+both, values_only = ("keys", "values"), ("values",)
+for attention, triples in (("eager", (("kwin", "win", both), ("kchunks", "chunks", both),
+                                      ("vwin", "win", values_only))),
+                           ("sdpa", (("ksdpa", "sdpa", both),))):
     model = AutoModelForCausalLM.from_pretrained(f"{tmp}/model", attn_implementation=attention).eval()
     cache = DynamicCache()
     with torch.no_grad():
         model(input_ids=ids, past_key_values=cache, use_cache=True)
-    for name, plain in pairs:
+    for name, plain, kinds in triples:
         with safe_open(f"{tmp}/{name}.safetensors", "pt") as f, \
                 safe_open(f"{tmp}/{plain}.safetensors", "pt") as p:
             meta = f.metadata()
-            assert meta["keys"] == "1" and meta["attention"] == attention, meta
-            assert "keys" not in p.metadata() and not [k for k in p.keys() if k.startswith("keys.")]
-            assert sorted(f.keys()) == sorted([*p.keys(), "keys.0", "keys.1"]), list(f.keys())
-            for n in (0, 1):
-                keys = f.get_tensor(f"keys.{n}")
-                assert keys.dtype == torch.float32 and tuple(keys.shape) == (2, 600, 8), keys.shape
-                assert torch.equal(keys, cache.layers[n].keys[0]), f"{name}: keys.{n}"
+            assert meta["attention"] == attention, meta
+            for kind in ("keys", "values"):
+                assert (meta.get(kind) == "1") == (kind in kinds), (name, meta)
+                assert kind not in p.metadata() and not [k for k in p.keys() if k.startswith(kind + ".")]
+            added = [f"{kind}.{n}" for kind in kinds for n in (0, 1)]
+            assert sorted(f.keys()) == sorted([*p.keys(), *added]), list(f.keys())
+            for kind in kinds:
+                for n in (0, 1):
+                    got = f.get_tensor(f"{kind}.{n}")
+                    assert got.dtype == torch.float32 and tuple(got.shape) == (2, 600, 8), got.shape
+                    want = getattr(cache.layers[n], kind)[0]
+                    assert torch.equal(got, want), f"{name}: {kind}.{n}"
             for k in p.keys():
                 assert torch.equal(f.get_tensor(k), p.get_tensor(k)), f"{name}: {k}"
-print("bit for bit: keys.0 and keys.1 = the cache's keys, eager (window, chunks) and sdpa")
+print("bit for bit: keys.0, keys.1, values.0 and values.1 = the cache's, "
+      "eager (window, chunks, values alone) and sdpa")
 PYEOF
 
 # import_attention --keys makes scenarios knorm runs (kvpress's preset at a
@@ -881,6 +893,53 @@ done
 grep -q "head_dim" "$TMP/nokeys.out" \
   || fail "knorm without keys was not refused naming head_dim: $(cat "$TMP/nokeys.out")"
 echo "knorm over import_attention --keys: 300 (window) and 140 (chunks) kept per KV head; refused without keys"
+
+# import_attention --keys --values makes scenarios lagkv runs (sinks 4, lag
+# 16, budget 300, at every step, spec/policies/lagkv.md): the window's one
+# step of 600 positions evicts 300 per KV head; the chunks' steps of 256,
+# 256 and 88 positions evict 0, 212 and 88. Each of the two KV heads'
+# victims are its own (granularity kv_head). Refused without values
+# (naming value_dim: the --keys import) and without keys (head_dim: a
+# --values import).
+for pair in kwin:0,300 kchunks:0,212,88; do
+  name=${pair%:*} want=${pair#*:}
+  "$IMPORT" --input="$TMP/$name.safetensors" --layer=1 --keys --values \
+    --output="$TMP/$name-kv.pb" >"$TMP/$name-kv-import.err" 2>&1 \
+    || fail "import --keys --values $name: $(cat "$TMP/$name-kv-import.err")"
+  "$SIMULATE" --scenario="$TMP/$name-kv.pb" --policy=lagkv \
+    --params=budget=300,sinks=4,lag=16 --json="$TMP/$name-lagkv.json" \
+    --quiet >"$TMP/$name-lagkv.err" 2>&1 \
+    || fail "simulate lagkv on $name: $(cat "$TMP/$name-lagkv.err")"
+  "$PYTHON" - "$TMP/$name-lagkv.json" "$want" <<'PYEOF' || fail "lagkv's victims on $name"
+import json, sys
+data = json.load(open(sys.argv[1]))
+assert not data.get("refusal"), data["refusal"]
+want = [int(x) for x in sys.argv[2].split(",")]
+if want[0] == 0:
+    want = want[1:]
+steps = data["steps"]
+evicted = [[len(s["victims"]) for s in step["sets"]] for step in steps]
+assert [e for e in evicted if any(e)] == [[w, w] for w in want], evicted
+kept = [s["kept"] for s in data["kept_at_end"]]
+assert [len(k) for k in kept] == [300, 300], [len(k) for k in kept]
+# lagkv keeps the 4 sinks and the newest positions (the last partition and
+# the remainder after it) whatever the tensors.
+for k in kept:
+    assert k[:4] == [0, 1, 2, 3] and k[-16:] == list(range(584, 600)), k
+PYEOF
+done
+"$SIMULATE" --scenario="$TMP/kwin.pb" --policy=lagkv \
+  --params=budget=300,sinks=4,lag=16 >"$TMP/novalues.out" 2>&1
+grep -q "value_dim" "$TMP/novalues.out" \
+  || fail "lagkv without values was not refused naming value_dim: $(cat "$TMP/novalues.out")"
+"$IMPORT" --input="$TMP/vwin.safetensors" --layer=1 --values \
+  --output="$TMP/vwin.pb" >"$TMP/vwin-import.err" 2>&1 \
+  || fail "import --values vwin: $(cat "$TMP/vwin-import.err")"
+"$SIMULATE" --scenario="$TMP/vwin.pb" --policy=lagkv \
+  --params=budget=300,sinks=4,lag=16 >"$TMP/nokeys-lagkv.out" 2>&1
+grep -q "head_dim" "$TMP/nokeys-lagkv.out" \
+  || fail "lagkv without keys was not refused naming head_dim: $(cat "$TMP/nokeys-lagkv.out")"
+echo "lagkv over import_attention --keys --values: 300 of 600 kept per KV head (window, chunks); refused without values or keys"
 
 echo "capture_attention_test took $((SECONDS - start)) s"
 if [[ $failures -ne 0 ]]; then

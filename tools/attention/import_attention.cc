@@ -54,6 +54,10 @@
 // capture_attention.py --keys writes, F32 [KV heads, L, head_dim]: the
 // scenario gets head_dim and each step its KV heads' keys of the positions
 // it admits (spec/tensors.md), which knorm reads.
+// --values (any layer layout, with or without --keys): also the tensor
+// values.<n> that capture_attention.py --values writes, F32 [KV heads, L,
+// value_dim]: the scenario gets value_dim and each step its KV heads'
+// values of the positions it admits, which lagkv reads (with the keys).
 // --layout=matrix|window|chunks chooses when a layer has several kinds;
 // chunk tensors beside layer.<n> or window.<n> require it.
 //
@@ -151,6 +155,12 @@ ABSL_FLAG(bool, keys, false,
           "positions it admits, for the scenario's KV heads, with head_dim "
           "(spec/tensors.md), for knorm.");
 
+ABSL_FLAG(bool, values, false,
+          "also read values.<n> (F32 [KV heads, L, value_dim], "
+          "capture_attention.py --values) and carry each step's values of "
+          "the positions it admits, for the scenario's KV heads, with "
+          "value_dim (spec/tensors.md), for lagkv (with --keys).");
+
 namespace kvspec {
 namespace {
 
@@ -219,6 +229,7 @@ int Main() {
   }
   options.totals = absl::GetFlag(FLAGS_totals);
   options.keys = absl::GetFlag(FLAGS_keys);
+  options.values = absl::GetFlag(FLAGS_values);
   if (!ParseCount("window_rows", absl::GetFlag(FLAGS_window_rows),
                   options.window_rows) ||
       !ParseCount("decode", absl::GetFlag(FLAGS_decode), options.decode)) {
@@ -300,7 +311,7 @@ int main(int argc, char** argv) {
       "  import_attention --input=attn.safetensors --output=attn.pb "
       "[--layer=N] [--heads=0,2] [--kv_heads=K] [--id=NAME] "
       "[--layout=matrix|window|chunks] [--window_rows=M] [--decode=D] "
-      "[--totals] [--keys]\n"
+      "[--totals] [--keys] [--values]\n"
       "  import_attention --input=attn.npy --output=attn.pb");
   absl::ParseCommandLine(argc, argv);
   try {

@@ -158,10 +158,12 @@ absl::StatusOr<Prepared> Prepare(const std::string& path,
         "a .npy file holds a [heads, L, L] matrix",
         WindowFlagsText(options)));
   }
-  if (npy && options.keys) {
-    return Invalid(
-        "--keys reads keys.<n> beside a layer's tensors of a .safetensors "
-        "file; a .npy file holds a [heads, L, L] matrix");
+  if (npy && (options.keys || options.values)) {
+    const char* flag = options.keys ? "keys" : "values";
+    return Invalid(absl::StrFormat(
+        "--%s reads %s.<n> beside a layer's tensors of a .safetensors "
+        "file; a .npy file holds a [heads, L, L] matrix",
+        flag, flag));
   }
   Prepared prepared;
   absl::StatusOr<MappedFile> file = MappedFile::Open(path);
@@ -196,7 +198,7 @@ absl::StatusOr<v1::Scenario> ImportWithoutName(const std::string& path,
   } else {
     KVSPEC_RETURN_IF_ERROR(CheckWeights(bytes, layout, selected));
   }
-  KVSPEC_RETURN_IF_ERROR(CheckKeys(bytes, layout, plan));
+  KVSPEC_RETURN_IF_ERROR(CheckKeysAndValues(bytes, layout, plan));
   return BuildScenario(bytes, layout, plan);
 }
 

@@ -89,8 +89,8 @@
 // the first fault is reported.
 //
 // Which tensor. A .safetensors file may hold layer.<n>, window.<n>,
-// chunk.<n>.<e> and other tensors (e.g. totals.<n> and keys.<n>, read only
-// with ImportOptions::totals and ::keys), or
+// chunk.<n>.<e> and other tensors (e.g. totals.<n>, keys.<n> and
+// values.<n>, read only with ImportOptions::totals, ::keys and ::values), or
 // step.<t> tensors, never step.<t> together with the others. The layer
 // number n is `layer`, or, when the file's layer.<n>, window.<n> and
 // chunk.<n>.<e> tensors all have the same n, that n. For n, `layout` says
@@ -238,6 +238,19 @@ struct ImportOptions {
   // not finite (spec/tensors.md#checks), naming the KV head, position and
   // channel.
   bool keys = false;
+  // Also read values.<n>, float32 [K, L, e] (what capture_attention.py
+  // --values writes: KV head g's value of position p at [g, p, :], as the
+  // model's cache holds it), and carry them as the scenario's values
+  // (spec/tensors.md#the-fields), as `keys` carries keys: value_dim e, and
+  // on each step, for each of the scenario's KV heads, the values of the
+  // positions the step admits, bit for bit; with or without `keys` (e need
+  // not be d). Refused as keys are, naming values.<n>: for a .npy file and
+  // step rows, when the file has no values.<n>, for a dtype other than F32,
+  // a shape other than [K, L, 1..1024], a K other than the metadata's
+  // num_key_value_heads, and a value that is not finite, naming the KV
+  // head, position and channel. With both, keys.<n> is checked first
+  // (its structure, then, after the weights, every key before any value).
+  bool values = false;
   // The memory the import may use, in bytes. nullopt: MemAvailable from
   // /proc/meminfo when readable, else no limit.
   std::optional<uint64_t> memory_available;
@@ -256,9 +269,9 @@ struct ImportSize {
   uint64_t scenario_bytes = 0;
   // The input bytes the checks and the copy read (they stay mapped).
   uint64_t input_bytes = 0;
-  // An estimate of the scenario in memory: 4 bytes per weight, 128 per
-  // row, 192 per step (objects, pointers, allocator headers), the id and
-  // 256. ImportAttention refuses input_bytes + message_bytes above the
+  // An estimate of the scenario in memory: 4 bytes per weight and per
+  // key or value float, 128 per row, 192 per step (objects, pointers,
+  // allocator headers), the id and 256. ImportAttention refuses input_bytes + message_bytes above the
   // memory available.
   uint64_t message_bytes = 0;
   // The scenario's steps, rows (decode rows and query rows) and weights.
@@ -297,12 +310,13 @@ struct PrefillShape {
 // The form above is this with {{prefill_admit, prefill_admit, query_rows}}
 // ({} when prefill_admit is 0).
 // With head_dim d > 0 the scenario carries keys (ImportOptions::keys):
-// head_dim, and on each step kv_heads HeadVectors of admit x d floats.
+// head_dim, and on each step kv_heads HeadVectors of admit x d floats; with
+// value_dim e > 0 values (ImportOptions::values) the same way with e.
 uint64_t ScenarioWireBytes(uint64_t id_bytes, uint32_t query_heads,
                            uint32_t kv_heads,
                            const std::vector<PrefillShape>& prefill,
                            uint64_t first_decode, uint64_t length,
-                           uint32_t head_dim = 0);
+                           uint32_t head_dim = 0, uint32_t value_dim = 0);
 
 // "0,2,5" -> {0, 2, 5}; "" -> {}. Refuses only what is not a list of
 // numbers: an empty list, a repeated head and a head out of range are

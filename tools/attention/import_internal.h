@@ -130,6 +130,21 @@ struct ChunkRows {
   }
 };
 
+// keys.<n> or values.<n> (ImportOptions::keys, ::values): float32 [heads,
+// L, dim] in C order, from byte `data` of the file; `tensor` empty when not
+// read.
+struct HeadVectorsTensor {
+  std::string tensor;
+  uint64_t data = 0;
+  uint64_t heads = 0;
+  uint32_t dim = 0;
+
+  // Where KV head g's vector of position p starts, L = `length`.
+  uint64_t at(uint64_t g, uint64_t length, uint64_t p) const {
+    return data + (g * length + p) * dim * 4;
+  }
+};
+
 // One layer's causal attention as it lies in the file's bytes. The file
 // holds the rows of the queries first_query() .. L-1; the row of query q,
 // r = q - first_query(), of head h starts at byte row_start[r] + h *
@@ -156,12 +171,11 @@ struct Layout {
   std::string totals_tensor;
   uint64_t totals_data = 0;
   uint64_t totals_width = 0;
-  // ImportOptions::keys: keys.<n>, float32 [keys_heads, length, head_dim]
-  // from byte keys_data; keys_tensor empty when not read.
-  std::string keys_tensor;
-  uint64_t keys_data = 0;
-  uint64_t keys_heads = 0;
-  uint32_t head_dim = 0;
+  // ImportOptions::keys: keys.<n>, float32 [heads, length, head_dim];
+  // ImportOptions::values: values.<n>, [heads, length, value_dim]
+  // (spec/tensors.md#the-fields). Each `tensor` empty when not read.
+  HeadVectorsTensor keys;
+  HeadVectorsTensor values;
   // A .safetensors file's __metadata__ "num_key_value_heads" (its text and
   // number) when it is a decimal number: the model's KV heads.
   std::optional<std::pair<std::string, uint64_t>> kv_heads_metadata;
@@ -204,10 +218,13 @@ struct Plan {
   std::vector<uint32_t> heads;
   std::string id;
   uint32_t kv_heads = 1;
-  // ImportOptions::keys: the file's KV head (keys.<n>'s first index) of
-  // each of the scenario's kv_heads KV heads, and d; empty and 0 without.
+  // ImportOptions::keys or ::values: the file's KV head (keys.<n>'s and
+  // values.<n>'s first index) of each of the scenario's kv_heads KV heads;
+  // empty without either.
   std::vector<uint64_t> key_heads;
+  // d (ImportOptions::keys) and e (ImportOptions::values); 0 without.
   uint32_t head_dim = 0;
+  uint32_t value_dim = 0;
   // A window or chunks: the prefill steps, in order; prefill[k] takes its
   // query rows from layout.chunks[k]. A window's one step admits positions
   // 0 .. P - 1. Empty for a matrix and step rows.
@@ -252,7 +269,7 @@ absl::uint128 WireBytes(uint64_t id_bytes, uint32_t query_heads,
                         uint32_t kv_heads,
                         const std::vector<PrefillShape>& prefill,
                         uint64_t first_decode, uint64_t length,
-                        uint32_t head_dim);
+                        uint32_t head_dim, uint32_t value_dim);
 
 // What the import of `plan` needs (ImportSize).
 ImportSize MeasurePlan(const Layout& layout, const Plan& plan);
@@ -287,9 +304,10 @@ absl::Status CheckTotals(absl::string_view bytes, const Layout& layout,
                          const Plan& plan);
 
 // spec/tensors.md#checks: every key the scenario carries (its KV heads in
-// order, positions ascending, channels ascending) is finite.
-absl::Status CheckKeys(absl::string_view bytes, const Layout& layout,
-                       const Plan& plan);
+// order, positions ascending, channels ascending) is finite, then every
+// value the same way.
+absl::Status CheckKeysAndValues(absl::string_view bytes, const Layout& layout,
+                                const Plan& plan);
 
 // The scenario `plan` describes, its weights copied bit for bit from
 // `bytes` (checked before).

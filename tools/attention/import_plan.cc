@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "cc/errors.h"
 
 namespace kvspec {
 namespace import_attention {
@@ -148,30 +149,48 @@ absl::StatusOr<uint32_t> ChooseKvHeads(const Layout& layout,
   return derived;
 }
 
-// ImportOptions::keys: the file's KV head (keys.<n>'s first index) of each
-// of the scenario's `kv_heads` KV heads, whose query heads are `heads` in
-// equal runs (ChooseKvHeads checked them against the metadata): the
-// model's KV head h / (H / K) of each run's first head h. The file's
-// __metadata__ "num_key_value_heads" must be there and equal K.
-absl::StatusOr<std::vector<uint64_t>> KeyHeads(
-    const Layout& layout, const std::vector<uint32_t>& heads,
-    uint32_t kv_heads) {
-  const uint64_t K = layout.keys_heads;
+// ImportOptions::keys and ::values: `tensor` (keys.<n> or values.<n>, read
+// by `flag`, each position's `what`) must hold the model's K KV heads: the
+// file's __metadata__ "num_key_value_heads" must be there and equal K.
+absl::Status CheckTensorHeads(const Layout& layout,
+                              const HeadVectorsTensor& tensor,
+                              const char* flag, const char* what) {
+  const uint64_t K = tensor.heads;
   if (!layout.kv_heads_metadata.has_value()) {
     return Invalid(absl::StrFormat(
-        "--keys: tensor %s holds %d KV heads' keys, and the file's "
+        "--%s: tensor %s holds %d KV heads' %s, and the file's "
         "__metadata__ has no num_key_value_heads to say which KV head each "
         "query head uses (capture_attention.py writes it)",
-        layout.keys_tensor, K));
+        flag, tensor.tensor, K, what));
   }
   const auto& [text, kv] = *layout.kv_heads_metadata;
   if (kv != K) {
     return Invalid(absl::StrFormat(
-        "--keys: tensor %s holds %d KV heads' keys but __metadata__ says "
+        "--%s: tensor %s holds %d KV heads' %s but __metadata__ says "
         "num_key_value_heads = \"%s\": the file contradicts itself",
-        layout.keys_tensor, K, text));
+        flag, tensor.tensor, K, what, text));
   }
-  const uint64_t group = layout.heads / K;
+  return absl::OkStatus();
+}
+
+// ImportOptions::keys or ::values: the file's KV head (the first index of
+// keys.<n> and values.<n>) of each of the scenario's `kv_heads` KV heads,
+// whose query heads are `heads` in equal runs (ChooseKvHeads checked them
+// against the metadata): the model's KV head h / (H / K) of each run's
+// first head h, K the metadata's, which each tensor read must hold
+// (CheckTensorHeads: keys first).
+absl::StatusOr<std::vector<uint64_t>> KeyHeads(
+    const Layout& layout, const std::vector<uint32_t>& heads,
+    uint32_t kv_heads) {
+  if (!layout.keys.tensor.empty()) {
+    KVSPEC_RETURN_IF_ERROR(
+        CheckTensorHeads(layout, layout.keys, "keys", "keys"));
+  }
+  if (!layout.values.tensor.empty()) {
+    KVSPEC_RETURN_IF_ERROR(
+        CheckTensorHeads(layout, layout.values, "values", "values"));
+  }
+  const uint64_t group = layout.heads / layout.kv_heads_metadata->second;
   const size_t run = heads.size() / kv_heads;
   std::vector<uint64_t> key_heads;
   for (size_t j = 0; j < kv_heads; ++j) {
@@ -233,12 +252,13 @@ absl::StatusOr<Plan> MakePlan(const Layout& layout,
       ChooseKvHeads(layout, options, plan.heads);
   if (!kv_heads.ok()) return kv_heads.status();
   plan.kv_heads = *kv_heads;
-  if (!layout.keys_tensor.empty()) {
+  if (!layout.keys.tensor.empty() || !layout.values.tensor.empty()) {
     absl::StatusOr<std::vector<uint64_t>> key_heads =
         KeyHeads(layout, plan.heads, plan.kv_heads);
     if (!key_heads.ok()) return key_heads.status();
     plan.key_heads = std::move(*key_heads);
-    plan.head_dim = layout.head_dim;
+    plan.head_dim = layout.keys.dim;
+    plan.value_dim = layout.values.dim;
   }
   plan.id = options.id.empty() ? default_id : options.id;
   plan.length = layout.length;

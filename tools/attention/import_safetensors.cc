@@ -31,52 +31,81 @@ namespace kvspec {
 namespace import_attention {
 namespace {
 
-// ImportOptions::keys: `layout` (layer n's rows) with keys.<n>, float32
-// [K, L, d] with K >= 1, L the layout's and 1 <= d <= 1024
+// What ImportOptions::keys and ::values read, in messages.
+struct VectorsKind {
+  const char* prefix;  // "keys": the tensor keys.<n>, the flag --keys
+  const char* one;     // "key": what one position's vector is
+  const char* dim;     // "head_dim": its length's field
+  HeadVectorsTensor Layout::*field;
+};
+constexpr VectorsKind kKeys = {"keys", "key", "head_dim", &Layout::keys};
+constexpr VectorsKind kValues = {"values", "value", "value_dim",
+                                 &Layout::values};
+
+// `layout` (layer n's rows, read) with kind.prefix.<n>, float32 [K, L, dim]
+// with K >= 1, L the layout's and 1 <= dim <= 1024
 // (spec/tensors.md#the-fields); K is checked against the KV heads when the
-// plan is made. Without ImportOptions::keys, `layout` as it is.
-absl::StatusOr<Layout> WithKeys(absl::StatusOr<Layout> layout,
-                                const std::vector<TensorEntry>& tensors,
-                                const std::vector<std::string>& names,
-                                uint32_t n, uint64_t data_start,
-                                const ImportOptions& options) {
-  if (!layout.ok() || !options.keys) return layout;
-  const std::string name = absl::StrCat("keys.", n);
-  const TensorEntry* keys = nullptr;
+// plan is made.
+absl::StatusOr<Layout> WithVectors(absl::StatusOr<Layout> layout,
+                                   const VectorsKind& kind,
+                                   const std::vector<TensorEntry>& tensors,
+                                   const std::vector<std::string>& names,
+                                   uint32_t n, uint64_t data_start) {
+  const std::string name = absl::StrCat(kind.prefix, ".", n);
+  const TensorEntry* entry = nullptr;
   for (const TensorEntry& tensor : tensors) {
-    if (tensor.name == name) keys = &tensor;
+    if (tensor.name == name) entry = &tensor;
   }
-  if (keys == nullptr) {
+  if (entry == nullptr) {
     return Invalid(absl::StrFormat(
-        "--keys: the file has no tensor %s (capture_attention.py --keys "
+        "--%s: the file has no tensor %s (capture_attention.py --%s "
         "writes it; it holds %s)",
-        name, absl::StrJoin(names, ", ")));
+        kind.prefix, name, kind.prefix, absl::StrJoin(names, ", ")));
   }
-  if (keys->dtype != "F32") {
-    return Invalid(absl::StrFormat("tensor %s has dtype %s; keys are F32",
-                                   name, keys->dtype));
+  if (entry->dtype != "F32") {
+    return Invalid(absl::StrFormat("tensor %s has dtype %s; %s are F32",
+                                   name, entry->dtype, kind.prefix));
   }
-  if (keys->shape.size() != 3 || keys->shape[0] < 1 ||
-      keys->shape[0] > UINT32_MAX || keys->shape[1] != layout->length ||
-      keys->shape[2] < 1 || keys->shape[2] > 1024) {
+  const std::vector<uint64_t>& shape = entry->shape;
+  if (shape.size() != 3 || shape[0] < 1 || shape[0] > UINT32_MAX ||
+      shape[1] != layout->length || shape[2] < 1 || shape[2] > 1024) {
     return Invalid(absl::StrFormat(
-        "tensor %s: shape %s is not [KV heads, L, head_dim] = [1.., %d, "
-        "1..1024]: every position's key, head_dim in [1, 1024] "
+        "tensor %s: shape %s is not [KV heads, L, %s] = [1.., %d, "
+        "1..1024]: every position's %s, %s in [1, 1024] "
         "(spec/tensors.md#the-fields)",
-        name, ShapeText(keys->shape), layout->length));
+        name, ShapeText(shape), kind.dim, layout->length, kind.one,
+        kind.dim));
   }
-  const std::optional<uint64_t> need = ByteCount(keys->shape, 4);
-  if (!need.has_value() || *need != keys->end - keys->begin) {
+  const std::optional<uint64_t> need = ByteCount(shape, 4);
+  if (!need.has_value() || *need != entry->end - entry->begin) {
     return Invalid(absl::StrFormat(
         "tensor %s: data_offsets [%d, %d] hold %d bytes but shape %s of F32 "
         "needs %d",
-        name, keys->begin, keys->end, keys->end - keys->begin,
-        ShapeText(keys->shape), need.value_or(0)));
+        name, entry->begin, entry->end, entry->end - entry->begin,
+        ShapeText(shape), need.value_or(0)));
   }
-  layout->keys_tensor = name;
-  layout->keys_data = data_start + keys->begin;
-  layout->keys_heads = keys->shape[0];
-  layout->head_dim = static_cast<uint32_t>(keys->shape[2]);
+  HeadVectorsTensor& read = (*layout).*kind.field;
+  read.tensor = name;
+  read.data = data_start + entry->begin;
+  read.heads = shape[0];
+  read.dim = static_cast<uint32_t>(shape[2]);
+  return layout;
+}
+
+// ImportOptions::keys and ::values: `layout` with keys.<n>, then values.<n>
+// (WithVectors). Without either, `layout` as it is.
+absl::StatusOr<Layout> WithKeysAndValues(
+    absl::StatusOr<Layout> layout, const std::vector<TensorEntry>& tensors,
+    const std::vector<std::string>& names, uint32_t n, uint64_t data_start,
+    const ImportOptions& options) {
+  if (layout.ok() && options.keys) {
+    layout = WithVectors(std::move(layout), kKeys, tensors, names, n,
+                         data_start);
+  }
+  if (layout.ok() && options.values) {
+    layout = WithVectors(std::move(layout), kValues, tensors, names, n,
+                         data_start);
+  }
   return layout;
 }
 
@@ -307,11 +336,12 @@ absl::StatusOr<Layout> ReadSafetensorsLayout(absl::string_view bytes,
               chunks[i].second->name));
         }
       }
-      return WithKeys(ChunksLayout(layer_chunks, data_start, metadata),
-                      tensors, names, n, data_start, options);
+      return WithKeysAndValues(
+          ChunksLayout(layer_chunks, data_start, metadata), tensors, names, n,
+          data_start, options);
     }
     if (read == TensorLayout::kWindow) {
-      absl::StatusOr<Layout> layout = WithKeys(
+      absl::StatusOr<Layout> layout = WithKeysAndValues(
           WindowLayout(*window, data_start, metadata), tensors, names, n,
           data_start, options);
       if (!layout.ok() || !options.totals) return layout;
@@ -370,7 +400,7 @@ absl::StatusOr<Layout> ReadSafetensorsLayout(absl::string_view bytes,
       return Invalid(absl::StrCat("tensor ", layer->name, ": ",
                                   shape.message()));
     }
-    return WithKeys(
+    return WithKeysAndValues(
         MatrixLayout(layer->shape, data_start + layer->begin, layer->name),
         tensors, names, n, data_start, options);
   }
@@ -394,10 +424,12 @@ absl::StatusOr<Layout> ReadSafetensorsLayout(absl::string_view bytes,
         "rows (step.<t>)",
         WindowFlagsText(options)));
   }
-  if (options.keys) {
-    return Invalid(
-        "--keys reads keys.<n> beside a layer's tensors; the file holds "
-        "per-step rows (step.<t>)");
+  if (options.keys || options.values) {
+    const char* flag = options.keys ? "keys" : "values";
+    return Invalid(absl::StrFormat(
+        "--%s reads %s.<n> beside a layer's tensors; the file holds "
+        "per-step rows (step.<t>)",
+        flag, flag));
   }
   Layout layout;
   layout.kind = Kind::kStepRows;

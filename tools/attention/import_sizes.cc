@@ -16,6 +16,8 @@
 //   keys (head_dim d > 0)       Scenario: head_dim 1 + varint(d); Step:
 //                               per KV head field(row(admit x d)), a
 //                               HeadVectors's packed values as a row's
+//   values (value_dim e > 0)    the same with e: value_dim 1 + varint(e);
+//                               per KV head field(row(admit x e))
 //
 // with field(x) = 1 + varint(x) + x.
 #include "tools/attention/import_internal.h"
@@ -117,17 +119,21 @@ absl::uint128 WireBytes(uint64_t id_bytes, uint32_t query_heads,
                         uint32_t kv_heads,
                         const std::vector<PrefillShape>& prefill,
                         uint64_t first_decode, uint64_t length,
-                        uint32_t head_dim) {
+                        uint32_t head_dim, uint32_t value_dim) {
   const uint64_t H = query_heads;
-  // A step's keys: one HeadVectors of admit x d values per KV head.
-  auto keys = [kv_heads, head_dim](uint64_t admit) -> absl::uint128 {
-    if (head_dim == 0) return 0;
-    const absl::uint128 values = absl::uint128(admit) * head_dim;
+  // A step's keys (dim d) or values (dim e): one HeadVectors of admit x dim
+  // floats per KV head; nothing when dim is 0.
+  auto vectors = [kv_heads](uint64_t admit, uint32_t dim) -> absl::uint128 {
+    if (dim == 0) return 0;
+    const absl::uint128 floats = absl::uint128(admit) * dim;
     const uint64_t payload =
-        values == 0 ? 0
-                    : Saturate(1 + VarintBytes(Saturate(values * 4)) +
-                               values * 4);
+        floats == 0 ? 0
+                    : Saturate(1 + VarintBytes(Saturate(floats * 4)) +
+                               floats * 4);
     return absl::uint128(kv_heads) * (1 + VarintBytes(payload) + payload);
+  };
+  auto keys_and_values = [&vectors, head_dim, value_dim](uint64_t admit) {
+    return vectors(admit, head_dim) + vectors(admit, value_dim);
   };
   absl::uint128 total = 0;
   if (id_bytes > 0) total += FieldBytes(id_bytes);
@@ -141,7 +147,8 @@ absl::uint128 WireBytes(uint64_t id_bytes, uint32_t query_heads,
           return VarintBytes(4 * n) | VarintBytes(RowBytes(n)) << 8;
         });
     absl::uint128 step = 1 + VarintBytes(shape.admit) +
-                         absl::uint128(H) * rows + keys(shape.admit);
+                         absl::uint128(H) * rows +
+                         keys_and_values(shape.admit);
     if (shape.total_rows > 0) {
       // Per head a ColumnTotals {repeated double sums = 1} of `end` values
       // (packed), then total_rows.
@@ -154,11 +161,11 @@ absl::uint128 WireBytes(uint64_t id_bytes, uint32_t query_heads,
     const uint64_t saturated = Saturate(step);
     total += absl::uint128(1 + VarintBytes(saturated)) + step;
   }
-  // Decode step q: admit 1 (2 bytes), H rows of q weights, the keys of
-  // one position.
-  const uint64_t decode_keys = Saturate(keys(1));
-  auto step = [H, decode_keys](uint64_t q) {
-    return 2 + decode_keys + H * FieldBytes(RowBytes(q));
+  // Decode step q: admit 1 (2 bytes), H rows of q weights, the keys and
+  // values of one position.
+  const uint64_t decode_vectors = Saturate(keys_and_values(1));
+  auto step = [H, decode_vectors](uint64_t q) {
+    return 2 + decode_vectors + H * FieldBytes(RowBytes(q));
   };
   total += SumPiecewise(
       first_decode, length, [&step](uint64_t q) { return FieldBytes(step(q)); },
@@ -170,6 +177,7 @@ absl::uint128 WireBytes(uint64_t id_bytes, uint32_t query_heads,
   total += 1 + VarintBytes(query_heads);
   total += 1 + VarintBytes(kv_heads);
   if (head_dim > 0) total += 1 + VarintBytes(head_dim);
+  if (value_dim > 0) total += 1 + VarintBytes(value_dim);
   return total;
 }
 
@@ -178,7 +186,8 @@ ImportSize MeasurePlan(const Layout& layout, const Plan& plan) {
   ImportSize size;
   size.scenario_bytes = Saturate(
       WireBytes(plan.id.size(), static_cast<uint32_t>(H), plan.kv_heads,
-                plan.prefill, plan.first_decode, plan.length, plan.head_dim));
+                plan.prefill, plan.first_decode, plan.length, plan.head_dim,
+                plan.value_dim));
   const uint64_t decode_steps = plan.length - plan.first_decode;
   size.steps = plan.prefill.size() + decode_steps;
   size.rows = Saturate(absl::uint128(H) *
@@ -193,15 +202,17 @@ ImportSize MeasurePlan(const Layout& layout, const Plan& plan) {
   for (const PrefillShape& step : plan.prefill) {
     if (step.total_rows > 0) totals += absl::uint128(H) * step.end;
   }
-  // Keys carried: every position's, for each of the scenario's KV heads.
-  const absl::uint128 keys =
-      absl::uint128(plan.key_heads.size()) * plan.length * plan.head_dim;
-  size.message_bytes = Saturate(weights * 4 + totals * 8 + keys * 4 +
+  // Keys and values carried: every position's, for each of the scenario's
+  // KV heads (d + e floats a position).
+  const absl::uint128 vectors = absl::uint128(plan.key_heads.size()) *
+                                plan.length *
+                                (uint64_t{plan.head_dim} + plan.value_dim);
+  size.message_bytes = Saturate(weights * 4 + totals * 8 + vectors * 4 +
                                 absl::uint128(size.rows) * 128 +
                                 absl::uint128(size.steps) * 192 +
                                 plan.id.size() + 256);
   size.input_bytes =
-      Saturate(InputBytes(layout, plan) + totals * 8 + keys * 4);
+      Saturate(InputBytes(layout, plan) + totals * 8 + vectors * 4);
   return size;
 }
 
@@ -295,16 +306,16 @@ uint64_t ScenarioWireBytes(uint64_t id_bytes, uint32_t query_heads,
     prefill.push_back({prefill_admit, prefill_admit, query_rows});
   }
   return Saturate(WireBytes(id_bytes, query_heads, kv_heads, prefill,
-                            first_decode, length, 0));
+                            first_decode, length, 0, 0));
 }
 
 uint64_t ScenarioWireBytes(uint64_t id_bytes, uint32_t query_heads,
                            uint32_t kv_heads,
                            const std::vector<PrefillShape>& prefill,
                            uint64_t first_decode, uint64_t length,
-                           uint32_t head_dim) {
+                           uint32_t head_dim, uint32_t value_dim) {
   return Saturate(WireBytes(id_bytes, query_heads, kv_heads, prefill,
-                            first_decode, length, head_dim));
+                            first_decode, length, head_dim, value_dim));
 }
 
 }  // namespace kvspec

@@ -248,11 +248,11 @@ void ExpectExactSize(const std::string& path, const ImportOptions& options) {
       admitted + scenario->steps_size() - prefill.size();
   EXPECT_EQ(ScenarioWireBytes(scenario->id().size(), H,
                               scenario->kv_heads(), prefill, admitted, length,
-                              scenario->head_dim()),
+                              scenario->head_dim(), scenario->value_dim()),
             scenario->ByteSizeLong())
       << path;
   if (prefill.size() <= 1 && (prefill.empty() || prefill[0].total_rows == 0) &&
-      !scenario->has_head_dim()) {
+      !scenario->has_head_dim() && !scenario->has_value_dim()) {
     const uint64_t P = admitted;
     const uint64_t m = prefill.empty() ? 0 : prefill[0].query_rows;
     EXPECT_EQ(ScenarioWireBytes(scenario->id().size(), H,

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "cc/errors.h"
 #include "cc/text.h"
 #include "google/protobuf/repeated_field.h"
 #include "spec/kvspec.pb.h"
@@ -183,45 +184,78 @@ absl::Status CheckTotals(absl::string_view bytes, const Layout& layout,
   return absl::OkStatus();
 }
 
-absl::Status CheckKeys(absl::string_view bytes, const Layout& layout,
-                       const Plan& plan) {
-  const uint64_t d = plan.head_dim;
-  for (size_t j = 0; j < plan.key_heads.size(); ++j) {
-    const uint64_t g = plan.key_heads[j];
-    for (uint64_t p = 0; p < plan.length; ++p) {
-      for (uint64_t c = 0; c < d; ++c) {
-        const uint32_t bits =
-            BitsAt(bytes.data() + layout.keys_data +
-                   ((g * layout.length + p) * d + c) * 4);
+namespace {
+
+// spec/tensors.md#checks: every float of `tensor` (keys.<n> or values.<n>,
+// `what` naming one of them) the scenario carries is finite: its KV heads
+// `heads` in the scenario's order, positions 0 .. length - 1, channels in
+// order; the first that is not is named.
+absl::Status CheckVectors(absl::string_view bytes,
+                          const HeadVectorsTensor& tensor, uint64_t length,
+                          const std::vector<uint64_t>& heads,
+                          const char* what) {
+  if (tensor.tensor.empty()) return absl::OkStatus();
+  for (const uint64_t g : heads) {
+    for (uint64_t p = 0; p < length; ++p) {
+      const char* vector = bytes.data() + tensor.at(g, length, p);
+      for (uint64_t c = 0; c < tensor.dim; ++c) {
+        const uint32_t bits = BitsAt(vector + c * 4);
         if ((bits & 0x7f800000u) != 0x7f800000u) continue;
         return Invalid(absl::StrFormat(
-            "tensor %s, KV head %d, position %d, channel %d: key %s (bits "
-            "0x%08x); keys must be finite (spec/tensors.md#checks)",
-            layout.keys_tensor, g, p, c, ShortestDecimal(FloatOfBits(bits)),
-            bits));
+            "tensor %s, KV head %d, position %d, channel %d: %s %s (bits "
+            "0x%08x); %ss must be finite (spec/tensors.md#checks)",
+            tensor.tensor, g, p, c, what, ShortestDecimal(FloatOfBits(bits)),
+            bits, what));
       }
     }
   }
   return absl::OkStatus();
 }
 
+}  // namespace
+
+absl::Status CheckKeysAndValues(absl::string_view bytes, const Layout& layout,
+                                const Plan& plan) {
+  KVSPEC_RETURN_IF_ERROR(
+      CheckVectors(bytes, layout.keys, plan.length, plan.key_heads, "key"));
+  return CheckVectors(bytes, layout.values, plan.length, plan.key_heads,
+                      "value");
+}
+
 namespace {
 
-// spec/tensors.md#the-fields: the keys of positions first .. first + admit
-// - 1, one HeadVectors per KV head of the scenario (KV head 0 first),
+// spec/tensors.md#the-fields: the vectors of `tensor` (keys.<n> or
+// values.<n>) of positions first .. first + admit - 1, one HeadVectors per
+// KV head of the scenario (`heads`, KV head 0 first) added to `out`,
 // position-major, bit for bit.
-void CopyKeys(absl::string_view bytes, const Layout& layout, const Plan& plan,
-              uint64_t first, uint64_t admit, v1::Step* step) {
-  const uint64_t d = plan.head_dim;
-  for (uint64_t g : plan.key_heads) {
+void CopyVectors(absl::string_view bytes, const HeadVectorsTensor& tensor,
+                 uint64_t length, const std::vector<uint64_t>& heads,
+                 uint64_t first, uint64_t admit,
+                 google::protobuf::RepeatedPtrField<v1::HeadVectors>* out) {
+  const uint64_t floats = admit * tensor.dim;
+  for (const uint64_t g : heads) {
     google::protobuf::RepeatedField<float>* values =
-        step->add_keys()->mutable_values();
-    values->Resize(static_cast<int>(admit * d), 0.0f);
-    for (uint64_t i = 0; i < admit * d; ++i) {
-      values->Set(static_cast<int>(i),
-                  FloatOfBits(BitsAt(bytes.data() + layout.keys_data +
-                                     ((g * layout.length + first) * d + i) * 4)));
+        out->Add()->mutable_values();
+    values->Resize(static_cast<int>(floats), 0.0f);
+    const char* from = bytes.data() + tensor.at(g, length, first);
+    for (uint64_t i = 0; i < floats; ++i) {
+      values->Set(static_cast<int>(i), FloatOfBits(BitsAt(from + i * 4)));
     }
+  }
+}
+
+// The keys (with ImportOptions::keys) and values (::values) of positions
+// first .. first + admit - 1, on `step`.
+void CopyKeysAndValues(absl::string_view bytes, const Layout& layout,
+                       const Plan& plan, uint64_t first, uint64_t admit,
+                       v1::Step* step) {
+  if (plan.head_dim > 0) {
+    CopyVectors(bytes, layout.keys, plan.length, plan.key_heads, first, admit,
+                step->mutable_keys());
+  }
+  if (plan.value_dim > 0) {
+    CopyVectors(bytes, layout.values, plan.length, plan.key_heads, first,
+                admit, step->mutable_values());
   }
 }
 
@@ -234,6 +268,7 @@ v1::Scenario BuildScenario(absl::string_view bytes, const Layout& layout,
   scenario.set_query_heads(static_cast<uint32_t>(plan.heads.size()));
   scenario.set_kv_heads(plan.kv_heads);
   if (plan.head_dim > 0) scenario.set_head_dim(plan.head_dim);
+  if (plan.value_dim > 0) scenario.set_value_dim(plan.value_dim);
   const uint64_t steps =
       plan.prefill.size() + plan.length - plan.first_decode;
   scenario.mutable_steps()->Reserve(static_cast<int>(steps));
@@ -266,9 +301,8 @@ v1::Scenario BuildScenario(absl::string_view bytes, const Layout& layout,
       }
       step->set_total_rows(static_cast<uint32_t>(shape.total_rows));
     }
-    if (plan.head_dim > 0) {
-      CopyKeys(bytes, layout, plan, shape.end - shape.admit, shape.admit, step);
-    }
+    CopyKeysAndValues(bytes, layout, plan, shape.end - shape.admit,
+                      shape.admit, step);
   }
   for (uint64_t q = plan.first_decode; q < plan.length; ++q) {
     v1::Step* step = scenario.add_steps();
@@ -287,7 +321,7 @@ v1::Scenario BuildScenario(absl::string_view bytes, const Layout& layout,
                                     : layout.chunks.back().row(h, q),
               q, row);
     }
-    if (plan.head_dim > 0) CopyKeys(bytes, layout, plan, q, 1, step);
+    CopyKeysAndValues(bytes, layout, plan, q, 1, step);
   }
   return scenario;
 }

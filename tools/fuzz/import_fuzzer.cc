@@ -6,7 +6,7 @@
 //   byte 0   bit 0: the file's name ends in .safetensors (1) or .npy (0)
 //   byte 1   bit 7: --layer given, = bits 0-1; bits 4-5: --layout
 //            (0: not given, 1 matrix, 2 window, 3 chunks); bit 3:
-//            --totals; bit 2: --keys
+//            --totals; bit 2: --keys; bit 6: --values
 //   byte 2   bit 7: --heads given, the heads of bits 0-3 (head i when bit i
 //            is set), in descending order when bit 6 is set;
 //            bits 4-5: --kv_heads 1, 2, 4 or 0
@@ -24,7 +24,9 @@
 // scenario, the harness runs it through `full` without a refusal (every
 // row has the right length and every weight is accepted), and, when it
 // carries keys, through `knorm` (every step's keys have the shape and
-// values spec/tensors.md#checks asks).
+// values spec/tensors.md#checks asks), and, when it carries keys and
+// values, through `lagkv` (the same for both; refused, INVALID_HEADS before
+// the first step, exactly when head_dim or value_dim is below lagkv's 2).
 // Built and run by tools/fuzz.sh.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -38,6 +40,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "cc/errors.h"
 #include "cc/harness.h"
 #include "cc/proto_convert.h"
 #include "spec/kvspec.pb.h"
@@ -65,7 +68,7 @@ const std::string& Directory() {
   const char* const layouts[] = {"matrix", "window", "chunks"};
   std::fprintf(stderr,
                "%s: %s (layer %s, layout %s, %s heads, kv_heads %u, "
-               "window_rows %s, decode %s%s%s)\n",
+               "window_rows %s, decode %s%s%s%s)\n",
                path.c_str(), what.c_str(),
                options.layer ? std::to_string(*options.layer).c_str() : "-",
                options.layout ? layouts[static_cast<int>(*options.layout)]
@@ -77,7 +80,8 @@ const std::string& Directory() {
                    ? std::to_string(*options.window_rows).c_str()
                    : "-",
                options.decode ? std::to_string(*options.decode).c_str() : "-",
-               options.totals ? ", totals" : "", options.keys ? ", keys" : "");
+               options.totals ? ", totals" : "", options.keys ? ", keys" : "",
+               options.values ? ", values" : "");
   std::abort();
 }
 
@@ -117,14 +121,39 @@ void ImportAndCheck(const std::string& path,
                          "%d: %s",
                          result.refused_step, result.refusal.message()));
   }
-  if (!scenario->has_head_dim()) return;
-  const kvspec::RunResult knorm = kvspec::RunScenario(
-      {"knorm", {{"budget", 2}}}, kvspec::FromProto(*scenario));
-  if (!knorm.refusal.ok()) {
+  if (scenario->has_head_dim()) {
+    const kvspec::RunResult knorm = kvspec::RunScenario(
+        {"knorm", {{"budget", 2}}}, kvspec::FromProto(*scenario));
+    if (!knorm.refusal.ok()) {
+      Fail(path, options,
+           absl::StrFormat("knorm refuses the imported scenario's keys at "
+                           "step %d: %s",
+                           knorm.refused_step, knorm.refusal.message()));
+    }
+  }
+  if (!scenario->has_head_dim() || !scenario->has_value_dim()) return;
+  // spec/policies/lagkv.md: sinks 1 and lag 2, so that five kept positions
+  // make two partitions, one judged.
+  const kvspec::RunResult lagkv = kvspec::RunScenario(
+      {"lagkv", {{"budget", 2}, {"sinks", 1}, {"lag", 2}}},
+      kvspec::FromProto(*scenario));
+  const bool narrow = scenario->head_dim() < 2 || scenario->value_dim() < 2;
+  if (!narrow && !lagkv.refusal.ok()) {
     Fail(path, options,
-         absl::StrFormat("knorm refuses the imported scenario's keys at step "
-                         "%d: %s",
-                         knorm.refused_step, knorm.refusal.message()));
+         absl::StrFormat("lagkv refuses the imported scenario's keys and "
+                         "values at step %d: %s",
+                         lagkv.refused_step, lagkv.refusal.message()));
+  }
+  const bool heads_refusal = kvspec::CategoryOf(lagkv.refusal) ==
+                                 kvspec::ErrorCategory::kInvalidHeads &&
+                             lagkv.refused_step == -1;
+  if (narrow && !heads_refusal) {
+    Fail(path, options,
+         absl::StrFormat("lagkv over head_dim %d and value_dim %d: not "
+                         "refused INVALID_HEADS before the first step (step "
+                         "%d: %s)",
+                         scenario->head_dim(), scenario->value_dim(),
+                         lagkv.refused_step, lagkv.refusal.message()));
   }
 }
 
@@ -170,7 +199,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (control[4] & 0x80) options.decode = control[4] & 0x7F;
   options.totals = (control[1] & 0x08) != 0;  // totals.<n> beside a window
   options.keys = (control[1] & 0x04) != 0;    // keys.<n> beside any layout
+  options.values = (control[1] & 0x40) != 0;  // values.<n> beside any layout
   no_window.keys = options.keys;
+  no_window.values = options.values;
   ImportAndCheck(path, options);
   ImportAndCheck(path, no_window);
   return 0;

@@ -155,7 +155,21 @@ def _numpy(value, name):
         raise ValueError(f"{name}: not an array of numbers ({error})") from None
 
 
-def _prefill_scenario(rows, totals, query_heads, kv_heads, keys=None) -> "pb.Scenario":
+def _head_vectors(array, name, dim, letter, kv_heads, length):
+    """`array` (keys or values, `name`) as [kv_heads, L, dim]
+    (spec/tensors.md#the-fields), or a ValueError naming the argument; its
+    width is the reference's to check (a refusal, range head_dim or
+    value_dim)."""
+    array = _numpy(array, name)
+    if array.ndim != 3 or array.shape[:2] != (kv_heads, length):
+        raise ValueError(f"{name}: expected [kv_heads, L, {dim}] = "
+                         f"[{kv_heads}, {length}, {letter}], got "
+                         f"{tuple(array.shape)}")
+    return array
+
+
+def _prefill_scenario(rows, totals, query_heads, kv_heads, keys=None,
+                      values=None) -> "pb.Scenario":
     """A one-step prefill (spec/prefill.md#query-rows) from rows
     [query_heads, R, L]: the causal rows of the prompt's last R queries,
     query L - R + r's row read as its first L - R + r + 1 weights (the rest
@@ -189,17 +203,20 @@ def _prefill_scenario(rows, totals, query_heads, kv_heads, keys=None) -> "pb.Sce
         for h in range(heads):
             step.totals.add(sums=sums[h].tolist())
         step.total_rows = length
+    # spec/tensors.md#the-fields: head_dim d (value_dim e), and per KV head
+    # the keys (values) of the admitted positions, position-major, as
+    # float32.
     if keys is not None:
-        # spec/tensors.md#the-fields: head_dim d, and per KV head the keys
-        # of the admitted positions, position-major, as float32.
-        array = _numpy(keys, "keys")
-        if array.ndim != 3 or array.shape[:2] != (scenario.kv_heads, length):
-            raise ValueError(f"keys: expected [kv_heads, L, head_dim] = "
-                             f"[{scenario.kv_heads}, {length}, d], got "
-                             f"{tuple(array.shape)}")
+        array = _head_vectors(keys, "keys", "head_dim", "d", scenario.kv_heads, length)
         scenario.head_dim = array.shape[2]
         for g in range(scenario.kv_heads):
             step.keys.add(values=array[g].astype(np.float32).reshape(-1).tolist())
+    if values is not None:
+        array = _head_vectors(values, "values", "value_dim", "e", scenario.kv_heads,
+                              length)
+        scenario.value_dim = array.shape[2]
+        for g in range(scenario.kv_heads):
+            step.values.add(values=array[g].astype(np.float32).reshape(-1).tolist())
     return scenario
 
 
@@ -288,7 +305,8 @@ def _run(config: "pb.PolicyConfig", scenario: "pb.Scenario", cut: bool) -> Run:
 
 
 def run(policy: str, scenario=None, *, rows: Array = None, totals: Array = None,
-        keys: Array = None, query_heads: Optional[int] = None, kv_heads: Optional[int] = None,
+        keys: Array = None, values: Array = None,
+        query_heads: Optional[int] = None, kv_heads: Optional[int] = None,
         params: Optional[Mapping[str, Union[int, str]]] = None,
         preset: Optional[str] = None, compression_ratio: Optional[float] = None,
         seed: int = 0, cut: bool = True) -> Run:
@@ -300,16 +318,18 @@ def run(policy: str, scenario=None, *, rows: Array = None, totals: Array = None,
     [query_heads, R, L] array (numpy or torch) of the causal attention rows
     of a prompt's last R queries, run as one prefill step, with `totals`
     [query_heads, L] for h2o's column totals, `keys` [kv_heads, L, head_dim]
-    for the presses that score from keys (knorm; spec/tensors.md; carried
-    as float32) and `kv_heads` for grouped heads (default: as many as query
-    heads)."""
+    for the presses that score from keys (knorm, keydiff, lagkv;
+    spec/tensors.md; carried as float32), `values` [kv_heads, L, value_dim]
+    for those that score from values too (lagkv; carried as float32) and
+    `kv_heads` for grouped heads (default: as many as query heads)."""
     if (scenario is None) == (rows is None):
         raise ValueError("give a scenario or rows, not both and not neither")
     if rows is None and (totals is not None or query_heads is not None
-                         or keys is not None):
-        raise ValueError("totals, keys and query_heads go with rows")
+                         or keys is not None or values is not None):
+        raise ValueError("totals, keys, values and query_heads go with rows")
     message = (_scenario(scenario) if rows is None
-               else _prefill_scenario(rows, totals, query_heads, kv_heads, keys))
+               else _prefill_scenario(rows, totals, query_heads, kv_heads, keys,
+                                      values))
     if rows is None and kv_heads is not None:
         message = pb.Scenario.FromString(message.SerializeToString())
         message.kv_heads = kv_heads

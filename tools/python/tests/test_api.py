@@ -142,6 +142,54 @@ def knorm_from_keys():
 
 
 @check
+def lagkv_from_keys_and_values():
+    # lagkv (spec/policies/lagkv.md), "Worked example": one KV head, d = e =
+    # 2, sinks 1, lag 2, budget 4, one step admitting positions 0 to 4 (here
+    # a prefill step of 5 positions with one query row, not read). Over the
+    # card's keys, its first values judge position 2 flatter (a = 0.4151..
+    # against 0.5848..): position 2 ranks 0 in partition 0 (score 0) and
+    # goes, position 1 ranks 1 (score 1/2); the sink and partition 1
+    # (positions 3, 4) score 1. Its "Equal judgements" values make a equal
+    # (0.5 each): the older, position 1, ranks 0 and goes.
+    rows = np.full((1, 1, 5), 0.2, dtype=np.float32)
+    keys = np.array([[[9, 9], [0, 1], [0.5, 0.5], [0, 0], [1, 1]]], dtype=np.float32)
+    values = np.array([[[9, 9], [0.5, 0.5], [0.5, 0.5], [0, 0], [1, 1]]], dtype=np.float32)
+    params = {"budget": 4, "sinks": 1, "lag": 2}
+    run = kvspec.run("lagkv", rows=rows, keys=keys, values=values, kv_heads=1,
+                     params=params)
+    assert run.refusal is None, run.refusal
+    assert run.kept == [[0, 1, 3, 4]], run.kept
+    assert run.steps[0].sets[0].cut == [(2, 0.0), (1, 0.5), (0, 1.0), (3, 1.0), (4, 1.0)], \
+        run.steps[0].sets[0].cut
+    equal = np.array([[[9, 9], [1, 1], [0, 2], [0, 0], [2, 2]]], dtype=np.float32)
+    run = kvspec.run("lagkv", rows=rows, keys=keys, values=equal, kv_heads=1,
+                     params=params)
+    assert run.kept == [[0, 2, 3, 4]], run.kept
+    # kvpress's preset at ratio 0.5 over 16 positions (sinks 4, lag 128):
+    # a short cache (16 < 4 + 2 x 128) scores the non-sinks (i - 4) / 12
+    # whatever the tensors, so the budget of 8 keeps the sinks and the 4
+    # newest.
+    run = kvspec.run("lagkv", rows=last_row_prompt(), kv_heads=1,
+                     keys=np.ones((1, 16, 2)), values=np.ones((1, 16, 3)),
+                     preset="kvpress-0.5.5", compression_ratio=0.5)
+    assert run.refusal is None, run.refusal
+    assert run.kept == [[0, 1, 2, 3, 12, 13, 14, 15]], run.kept
+    # Without values lagkv refuses the scenario (spec/tensors.md#checks:
+    # value_dim missing for a policy that reads values), and with values
+    # one wide (value_dim below lagkv's 2); a NaN value is refused.
+    run = kvspec.run("lagkv", rows=rows, keys=keys, kv_heads=1, params=params)
+    assert run.refusal is not None and run.refusal.category == "INVALID_HEADS", run.refusal
+    assert "value_dim" in run.refusal.message, run.refusal
+    run = kvspec.run("lagkv", rows=rows, keys=keys, values=values[:, :, :1], kv_heads=1,
+                     params=params)
+    assert run.refusal is not None and "value_dim" in run.refusal.message, run.refusal
+    values[0, 3, 1] = float("nan")
+    run = kvspec.run("lagkv", rows=rows, keys=keys, values=values, kv_heads=1,
+                     params=params)
+    assert run.refusal is not None and run.refusal.category == "ATTENTION_VALUE", run.refusal
+
+
+@check
 def head_parameters_by_word():
     # h2o at query_head granularity: one kept set per query head
     # (spec/heads.md#kept-sets); the word is the value 2.
@@ -189,6 +237,15 @@ def bad_arguments_raise_naming_them():
                                 keys=np.zeros((1, 15, 4))), "keys"),
             (lambda: kvspec.run("knorm", decode([1]), keys=np.zeros((1, 1, 4))),
              "keys"),
+            (lambda: kvspec.run("lagkv", rows=last_row_prompt(), kv_heads=1,
+                                values=np.zeros((2, 16, 4))), "values"),
+            (lambda: kvspec.run("lagkv", rows=last_row_prompt(), kv_heads=1,
+                                keys=np.zeros((1, 16, 4)),
+                                values=np.zeros((1, 17, 4))), "values"),
+            (lambda: kvspec.run("lagkv", rows=last_row_prompt(), kv_heads=1,
+                                values=np.zeros((1, 16))), "values"),
+            (lambda: kvspec.run("lagkv", decode([1]), values=np.zeros((1, 1, 4))),
+             "values"),
             (lambda: kvspec.run("window", scenario=b"\xff\xff\xff"), "scenario"),
             (lambda: kvspec.run("window", scenario="/nonexistent/x.pb"), "x.pb"),
     ):
