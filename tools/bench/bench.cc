@@ -37,6 +37,7 @@
 #include "tools/bench/prefill.h"
 #include "tools/bench/scale.h"
 #include "tools/bench/speed.h"
+#include "tools/bench/tensors.h"
 #include "tools/bench/blocks.h"
 #include "tools/bench/triggers.h"
 #include "tools/vectors/markdown_block.h"
@@ -52,7 +53,9 @@ ABSL_FLAG(std::vector<std::string>, sections,
           "asked), triggers (bulk eviction against every step at equal peak "
           "memory, spec/triggers.md; not run unless asked), blocks (whole "
           "blocks against one position at a time at equal peak memory, "
-          "spec/blocks.md; not run unless asked).");
+          "spec/blocks.md; not run unless asked), tensors (the policies "
+          "scored from keys and values, ns per step against the touch loop; "
+          "not run unless asked).");
 ABSL_FLAG(bool, check, false,
           "Compute the figures and compare each card's generated block and "
           "each plot with them; exit 1 if any differs. Writes nothing.");
@@ -309,10 +312,11 @@ int Main(const std::string& program) {
   const std::set<std::string> sections(list.begin(), list.end());
   for (const std::string& s : sections) {
     if (s != "figures" && s != "speed" && s != "scale" && s != "heads" &&
-        s != "prefill" && s != "engines" && s != "triggers" && s != "blocks") {
+        s != "prefill" && s != "engines" && s != "triggers" && s != "blocks" &&
+        s != "tensors") {
       std::fprintf(stderr,
                    "--sections: unknown section '%s' (figures, speed, scale, "
-                   "heads, prefill, engines, triggers, blocks)\n",
+                   "heads, prefill, engines, triggers, blocks, tensors)\n",
                    s.c_str());
       return 2;
     }
@@ -443,6 +447,16 @@ int Main(const std::string& program) {
       return 2;
     }
     report += (report.empty() ? "" : "\n") + HeadsMarkdown(HeadsConfig{}, *runs);
+  }
+  if (sections.count("tensors")) {
+    // spec/tensors.md: knorm, keydiff and lagkv per step, against touching.
+    absl::StatusOr<std::vector<TensorRun>> runs =
+        MeasureTensors(TensorsConfig{}, absl::GetFlag(FLAGS_repetitions));
+    if (!runs.ok()) {
+      std::fprintf(stderr, "%s\n", runs.status().ToString().c_str());
+      return 2;
+    }
+    report += (report.empty() ? "" : "\n") + TensorsMarkdown(TensorsConfig{}, *runs);
   }
   if (sections.count("triggers")) {
     // spec/triggers.md: bulk eviction against every step, at equal peak.

@@ -91,10 +91,11 @@ PROMPT_SEED = 11
 SNAPKV_WINDOW = 64      # kvpress SnapKVPress's default window_size
 RATIOS = (250000, 500000, 750000)
 POLICIES = ("snapkv", "tova", "streamingllm", "h2o")
-# Presses that score from the keys (spec/tensors.md): the captures carry
-# each layer's keys (capture_attention.py --keys, import_attention --keys).
+# Presses that score from the keys, and since 0.18.0 from keys and values
+# (spec/tensors.md): the captures carry each layer's keys and values
+# (capture_attention.py --keys --values, import_attention --keys --values).
 # Not in the dtype check, whose scenarios are the model's own rows only.
-KEY_POLICIES = kc.KEY_POLICIES
+KEY_POLICIES = kc.TENSOR_POLICIES
 kc.SEVERITY["sdpa"] = kc.SEVERITY["rounding"]
 CLASSES = ("agreed", "tie", "rounding", "sdpa", "rule")
 
@@ -156,6 +157,13 @@ def bazel_binaries(more=()):
             os.path.join(out, "tools", "simulate", "simulate"),
             *(os.path.join(out, *label.lstrip("/").replace(":", "/").split("/"))
               for label in more))
+
+
+def lag_for(length):
+    """lagkv's `lag` here: kvpress's default 128 from 1,024 tokens (so
+    SmolLM2's prompt has 6 judged partitions), an eighth of a shorter
+    prompt (the tiny model's 256 tokens: 32, 6 judged partitions too)."""
+    return min(128, max(2, length // 8))
 
 
 class Subject:
@@ -324,11 +332,11 @@ class Kvspec:
                      "--token_ids", os.path.join(self.work, "ids.txt"),
                      "--layers", ",".join(str(n) for n in self.subject.layers),
                      "--window", str(self.rows_carried(rows)),
-                     "--attention", rows, "--keys",
+                     "--attention", rows, "--keys", "--values",
                      "--output", capture], f"capture_attention ({rows})")
             path = os.path.join(self.work, f"{rows}-layer{layer}.pb")
             run([self.importer, f"--input={capture}", f"--layer={layer}",
-                 f"--kv_heads={self.subject.kv_heads}", "--keys",
+                 f"--kv_heads={self.subject.kv_heads}", "--keys", "--values",
                  f"--output={path}"], f"import_attention ({rows}, {layer})")
         except ToolError as error:
             self.errors[key] = str(error)
@@ -345,8 +353,9 @@ class Kvspec:
         spec scores per set {position: binary64})."""
         scenario = self.scenario(rows, layer)
         out = os.path.join(self.work, f"{rows}-{layer}-{policy}-{ratio_ppm}.json")
+        extra = f",lag={lag_for(len(self.subject.ids))}" if policy == "lagkv" else ""
         run([self.simulate, f"--scenario={scenario}", f"--policy={policy}",
-             f"--params=preset=kvpress-0.5.5,ratio_ppm={ratio_ppm}",
+             f"--params=preset=kvpress-0.5.5,ratio_ppm={ratio_ppm}{extra}",
              f"--json={out}", "--quiet"], f"simulate {policy}")
         with open(out, encoding="utf-8") as f:
             data = json.load(f)
@@ -356,7 +365,7 @@ class Kvspec:
         kept = [s["kept"] for s in data["kept_at_end"]]
         (step,) = data["steps"]
         scores, cuts = [], []
-        from_keys = (self.key_scores(policy, rows, layer, len(step["sets"]))
+        from_keys = (self.key_scores(policy, params, rows, layer, len(step["sets"]))
                      if policy in KEY_POLICIES else None)
         for g, s in enumerate(step["sets"]):
             known = kc.rule_scores(policy, params, len(self.subject.ids),
@@ -374,12 +383,13 @@ class Kvspec:
             cuts.append(cut)
         return params, kept, scores, cuts
 
-    def key_scores(self, policy, rows, layer, sets):
+    def key_scores(self, policy, params, rows, layer, sets):
         """The card's score of every position at the prefill, one KV head a
         set (the kvpress preset's granularity), from the capture's
         keys.<layer> (kc.key_scores: knorm.md's +0.0 - norm(key),
         keydiff.md's +0.0 - dot(unit key, anchor), in binary64 as
-        spec/elementary.md orders it). The cut carries these for its
+        spec/elementary.md orders it), and for lagkv its values.<layer>
+        too (kc.lagkv_scores: lagkv.md#how-it-works). The cut carries these for its
         positions only; a set's whole ranking is needed to classify
         kvpress's float32 ties (torch.topk among scores that binary64
         tells apart)."""
@@ -387,11 +397,16 @@ class Kvspec:
         capture = os.path.join(self.work, f"{rows}.safetensors")
         with safe_open(capture, "np") as f:
             keys = f.get_tensor(f"keys.{layer}")
+            values = f.get_tensor(f"values.{layer}") if policy == "lagkv" else None
         if keys.shape[0] != sets:
             raise ToolError(f"{policy}: {sets} kept sets, {keys.shape[0]} KV heads")
-        result = [kc.key_scores(policy, keys[g].tolist())
-                  for g in range(keys.shape[0])]
-        return result
+        if policy == "lagkv":
+            return [kc.lagkv_scores(keys[g].tolist(), values[g].tolist(),
+                                    params["sinks"], params["lag"],
+                                    params["cross_scoring"] == 1)
+                    for g in range(keys.shape[0])]
+        return [kc.key_scores(policy, keys[g].tolist())
+                for g in range(keys.shape[0])]
 
 
 def compare(case_id, policy, spec, kv_kept, kv_scores, explain=None):

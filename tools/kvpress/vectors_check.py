@@ -106,9 +106,13 @@ ROUNDING_REL = 2.0 ** -12
 
 PRESS_NAMES = {"h2o": "ObservedAttentionPress", "tova": "TOVAPress",
                "snapkv": "SnapKVPress", "streamingllm": "StreamingLLMPress",
-               "knorm": "KnormPress", "keydiff": "KeyDiffPress"}
-# The policies scored from the scenario's keys (spec/tensors.md).
+               "knorm": "KnormPress", "keydiff": "KeyDiffPress",
+               "lagkv": "LagKVPress"}
+# The policies scored from the scenario's keys (spec/tensors.md), and those
+# from its keys and values (since 0.18.0).
 KEY_POLICIES = ("knorm", "keydiff")
+VALUE_POLICIES = ("lagkv",)
+TENSOR_POLICIES = KEY_POLICIES + VALUE_POLICIES
 CLASSES = ("agreed", "tie", "rounding", "rule")
 SEVERITY = {name: rank for rank, name in enumerate(CLASSES)}
 
@@ -132,6 +136,8 @@ DEFAULTS = {
               "prefill_only": 0, "ratio_ppm": 0},
     "keydiff": {"budget": 512, "recent_window": 0, "granularity": 1, "aggregation": 0,
                 "prefill_only": 0, "ratio_ppm": 0},
+    "lagkv": {"budget": 512, "sinks": 4, "lag": 128, "cross_scoring": 0, "granularity": 1,
+              "aggregation": 0, "prefill_only": 0, "ratio_ppm": 0},
 }
 FIXED_BY_PRESS = {
     "snapkv": {"recent_window": 0, "granularity": 1, "aggregation": 0, "adaptive": 0,
@@ -143,6 +149,7 @@ FIXED_BY_PRESS = {
     "streamingllm": {},
     "knorm": {"recent_window": 0, "granularity": 1},
     "keydiff": {"recent_window": 0, "granularity": 1},
+    "lagkv": {"granularity": 1},
 }
 
 
@@ -153,23 +160,22 @@ class CaseError(Exception):
 def load_proto_modules():
     """kvspec_pb2 of the Python port (conformance/ports/python/kvspec_port/_gen).
 
-    If those generated modules predate Step.queries (spec 0.6.0), they are
+    If those generated modules predate Scenario.value_dim (spec 0.18.0), they are
     regenerated into a temporary folder with the port's generate_protos.sh
     (Debian's protoc 3.21.12, which tools/setup.sh installs)."""
-    sys.path.insert(0, GEN_DIR)
+    # Read, not imported: a module once imported cannot be replaced in
+    # protobuf's descriptor pool.
+    generated = os.path.join(GEN_DIR, "spec", "kvspec_pb2.py")
+    current = os.path.exists(generated) and b"value_dim" in open(generated, "rb").read()
+    folder = GEN_DIR
+    if not current:
+        folder = tempfile.mkdtemp(prefix="kvpress_vectors_check_gen_")
+        script = os.path.join(REPO, "conformance", "ports", "python", "generate_protos.sh")
+        subprocess.run(["sh", script, folder], check=True)
+        print(f"note: {GEN_DIR} has no Scenario.value_dim; using modules generated in {folder}")
+    sys.path.insert(0, folder)
     from spec import kvspec_pb2  # noqa: E402
-    if "queries" in kvspec_pb2.Step.DESCRIPTOR.fields_by_name:
-        return kvspec_pb2
-    out = tempfile.mkdtemp(prefix="kvpress_vectors_check_gen_")
-    script = os.path.join(REPO, "conformance", "ports", "python", "generate_protos.sh")
-    subprocess.run(["sh", script, out], check=True)
-    sys.path.remove(GEN_DIR)
-    for name in [n for n in sys.modules if n == "spec" or n.startswith("spec.")]:
-        del sys.modules[name]
-    sys.path.insert(0, out)
-    from spec import kvspec_pb2 as fresh  # noqa: E402
-    print(f"note: {GEN_DIR} has no Step.queries; using modules generated in {out}")
-    return fresh
+    return kvspec_pb2
 
 
 # ---------------------------------------------------------------- formatting
@@ -292,6 +298,10 @@ def make_press(policy, params):
     if policy == "keydiff":
         from kvpress import KeyDiffPress
         return KeyDiffPress(compression_ratio=ratio)
+    if policy == "lagkv":
+        from kvpress import LagKVPress
+        return LagKVPress(compression_ratio=ratio, n_sink=params["sinks"],
+                          lag_size=params["lag"], cross_scoring=params["cross_scoring"] == 1)
     return StreamingLLMPress(compression_ratio=ratio, n_sink=params["sinks"])
 
 
@@ -359,22 +369,61 @@ def scenario_keys(scenario, step, length, hkv, dtype=None):
     return keys, values
 
 
-def run_press(press, module, hidden_states, keys, values, attentions):
+def scenario_values(scenario, step, length, hkv, dtype=None):
+    """spec/tensors.md#the-fields: step 0's values as [1, Hkv, L, value_dim]
+    (each binary32 exactly), for a policy that reads them."""
+    import torch
+    dtype = torch.float32 if dtype is None else dtype
+    if not scenario.HasField("value_dim"):
+        raise CaseError("the scenario has no values (value_dim)")
+    e = scenario.value_dim
+    if len(step.values) != hkv or any(len(v.values) != length * e for v in step.values):
+        raise CaseError(f"step 0's values are not {hkv} lists of {length} x {e}")
+    return torch.tensor([list(v.values) for v in step.values],
+                        dtype=dtype).reshape(1, hkv, length, e)
+
+
+def _kept_by_rows(keys, values, new_keys, new_values, g):
+    """The positions of KV head g's gathered (key, value) rows, found by
+    matching each with the one input position holding the same pair (for a
+    press that reads the values, whose channel 0 cannot carry the
+    position). A pair held by two positions cannot be told apart: refused."""
+    where = {}
+    for p, pair in enumerate(zip(keys[0, g].tolist(), values[0, g].tolist())):
+        row = (tuple(pair[0]), tuple(pair[1]))
+        if row in where:
+            raise CaseError(f"KV head {g}: positions {where[row]} and {p} hold the same "
+                            "key and value: the kept positions cannot be read back")
+        where[row] = p
+    positions = []
+    for pair in zip(new_keys[0, g].tolist(), new_values[0, g].tolist()):
+        row = (tuple(pair[0]), tuple(pair[1]))
+        if row not in where:
+            raise CaseError(f"KV head {g}: a gathered row is no input row: {row}")
+        positions.append(where[row])
+    return positions
+
+
+def run_press(press, module, hidden_states, keys, values, attentions, by_rows=False):
     """kvpress's own selection: ScorerPress.compress, as BasePress.forward_hook
     calls it at prefill (kvpress/presses/base_press.py). Returns the kept
-    positions per KV head, read from the gathered values' channel 0, and the
-    press's float32 scores [Hkv, L] (press.score on the same inputs)."""
+    positions per KV head, read from the gathered values' channel 0 (with
+    `by_rows`: matched with the input rows), and the press's float32 scores
+    [Hkv, L] (press.score on the same inputs)."""
     import torch
     length = keys.shape[2]
     with torch.no_grad():
-        _, new_values = press.compress(module, hidden_states, keys, values, attentions, {})
+        new_keys, new_values = press.compress(module, hidden_states, keys, values, attentions, {})
         scores = press.score(module, hidden_states, keys, values, attentions, {})
     kept = []
     for g in range(keys.shape[1]):
-        channel = new_values[0, g, :, 0].tolist()
-        positions = [int(v) for v in channel]
-        if any(float(p) != v or not 0 <= p < length for p, v in zip(positions, channel)):
-            raise CaseError(f"KV head {g}: gathered keys are not positions: {channel}")
+        if by_rows:
+            positions = _kept_by_rows(keys, values, new_keys, new_values, g)
+        else:
+            channel = new_values[0, g, :, 0].tolist()
+            positions = [int(v) for v in channel]
+            if any(float(p) != v or not 0 <= p < length for p, v in zip(positions, channel)):
+                raise CaseError(f"KV head {g}: gathered keys are not positions: {channel}")
         if len(set(positions)) != len(positions):
             raise CaseError(f"KV head {g}: a position was kept twice: {sorted(positions)}")
         kept.append(sorted(positions))
@@ -420,6 +469,61 @@ def key_scores(policy, keys):
         for c in range(d):
             dot += u[c] * anchor[c]
         scores[p] = 0.0 - dot
+    return scores
+
+
+def _std1(y):
+    """elementary.md's std(y, 1): the mean, the squared deviations summed in
+    index order from +0.0, divided by n - 1, sqrt."""
+    total = 0.0
+    for x in y:
+        total += x
+    mu = total / len(y)
+    squares = 0.0
+    for x in y:
+        squares += (x - mu) * (x - mu)
+    return math.sqrt(squares / (len(y) - 1))
+
+
+def _softmax(s):
+    top = max(s)
+    t = [math.exp(x - top) for x in s]
+    z = 0.0
+    for x in t:
+        z += x
+    return [x / z for x in t]
+
+
+def _spreads(part, reference):
+    """lagkv.md#how-it-works, step 3."""
+    dim = len(reference[0])
+    lo = [min(r[c] for r in reference) for c in range(dim)]
+    hi = [max(r[c] for r in reference) for c in range(dim)]
+    return [_std1([0.0 if hi[c] == lo[c] else (x[c] - lo[c]) / (hi[c] - lo[c])
+                   for c in range(dim)]) for x in part]
+
+
+def lagkv_scores(keys, values, sinks, lag, cross_scoring):
+    """lagkv.md#how-it-works's score of every position of one KV head, from
+    the prompt's keys and values (lists per position), in binary64 with
+    Python's math.exp for the card's exp (for classifying disagreements:
+    the cut's scores, which the vectors hold, are the spec's own).
+    {position: score}."""
+    m = len(keys)
+    if m < sinks + 2 * lag:
+        return {i: 1.0 if i < sinks else (i - sinks) / (m - sinks) for i in range(m)}
+    scores = {i: 1.0 for i in range(m)}
+    for j in range((m - sinks) // lag - 1):
+        a, b = sinks + j * lag, sinks + (j + 1) * lag
+        wk = _softmax(_spreads(keys[a:b], keys[b:b + lag]))
+        wv = _softmax(_spreads(values[a:b], values[b:b + lag]))
+        judged = [(x + y) / 2 for x, y in zip(wk, wv)]
+        if cross_scoring:
+            for i in range(lag):
+                scores[a + i] = judged[i]
+            continue
+        for rank, i in enumerate(sorted(range(lag), key=lambda i: (judged[i], i))):
+            scores[a + i] = rank / lag
     return scores
 
 
@@ -477,9 +581,11 @@ def check_case(case, scenarios):
         length = step.admit
         attentions, keys, values, hidden_states, m = build_inputs(step, length, hq, hkv)
         head_dim = HEAD_DIM
-        if policy in KEY_POLICIES:  # scored from the keys (spec/tensors.md)
+        if policy in TENSOR_POLICIES:  # scored from the keys (spec/tensors.md)
             keys, values = scenario_keys(scenario, step, length, hkv)
             head_dim = keys.shape[3]
+        if policy in VALUE_POLICIES:  # and values
+            values = scenario_values(scenario, step, length, hkv)
 
         record = case.expected.steps[0]
         records = list(record.sets) if record.sets else [record]
@@ -499,6 +605,11 @@ def check_case(case, scenarios):
             if policy in KEY_POLICIES:  # every position's score, per set's KV head
                 scores.update(key_scores(
                     policy, keys[0, s if len(records) == hkv else 0].tolist()))
+            if policy in VALUE_POLICIES:
+                g = s if len(records) == hkv else 0
+                scores.update(lagkv_scores(keys[0, g].tolist(), values[0, g].tolist(),
+                                           params["sinks"], params["lag"],
+                                           params["cross_scoring"] == 1))
             for ranked in rec.cut:
                 scores[ranked.position] = ranked.score
             spec.append((kept, scores, list(rec.cut)))
@@ -506,7 +617,8 @@ def check_case(case, scenarios):
         module = make_module(hq, hkv, head_dim)
         try:
             press = make_press(policy, params)
-            kv_kept, kv_scores = run_press(press, module, hidden_states, keys, values, attentions)
+            kv_kept, kv_scores = run_press(press, module, hidden_states, keys, values, attentions,
+                                           by_rows=policy in VALUE_POLICIES)
         except CaseError:
             raise
         except Exception as error:  # kvpress refused or crashed: this case fails
@@ -679,7 +791,7 @@ def check(path, results, errors, flag=FLAG):
 def table(results):
     rows = ["| press | cases | agreed | tie | rounding | rule | failed | scores at the cuts |",
             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
-    for policy in ("snapkv", "h2o", "tova", "streamingllm", "knorm", "keydiff"):
+    for policy in ("snapkv", "h2o", "tova", "streamingllm", "knorm", "keydiff", "lagkv"):
         mine = [r for r in results if r.policy == policy]
         counts = {c: 0 for c in CLASSES}
         failed = 0
