@@ -62,6 +62,24 @@ const std::vector<Preset>& Presets() {
         {"window_reduce", 1}, {"pooling", 1}, {"window_budget", 0}},
        "kvpress 0.5.5 presses/snapkv_press.py, SnapKVPress.score and "
        "ScorerPress.compress"},
+      // spec/policies/pyramidkv.md#presets: the snapkv presets above with
+      // the pyramid's formula.
+      {"snapkv", "kvcache-factory-pyramidkv",
+       {{"budget", 504}, {"recent_window", 0}, {"obs_window", 8},
+        {"pool_kernel", 7}, {"granularity", 2}, {"prefill_only", 1},
+        {"window_reduce", 0}, {"pooling", 0}, {"window_budget", 1},
+        {"pyramid", 2}, {"pyramid_beta", 20}},
+       "Zefan-Cai/KVCache-Factory pyramidkv/pyramidkv_utils.py, "
+       "PyramidKVCluster.update_kv, with run_longbench.py's window 8, kernel "
+       "7, maxpool, capacity 512, beta 20; give layer and layers"},
+      {"snapkv", "kvpress-0.5.5-pyramidkv",
+       {{"recent_window", 0}, {"obs_window", 64}, {"pool_kernel", 5},
+        {"granularity", 1}, {"aggregation", 0}, {"prefill_only", 1},
+        {"window_reduce", 1}, {"pooling", 1}, {"window_budget", 0},
+        {"pyramid", 1}, {"pyramid_beta", 20}},
+       "kvpress 0.5.5 presses/pyramidkv_press.py, "
+       "PyramidKVPress.get_layer_budget and compress; give ratio_ppm, layer "
+       "and layers"},
       {"snapkv", "official",
        {{"budget", 256}, {"recent_window", 0}, {"obs_window", 64},
         {"pool_kernel", 5}, {"granularity", 2}, {"prefill_only", 1},

@@ -13,6 +13,7 @@
 #include "cc/config.h"
 #include "cc/errors.h"
 #include "cc/policies/entries.h"
+#include "cc/policies/pyramid.h"
 
 namespace kvspec {
 namespace policies {
@@ -40,19 +41,36 @@ inline size_t RatioBudget(size_t kept, int64_t ratio_ppm) {
 }
 
 // The step budget of spec/prefill.md#when-a-policy-evicts.
+// With snapkv's `pyramid` 1 or 2, a prefill step's budget is the layer's
+// (spec/policies/pyramidkv.md#how-it-works).
 struct StepBudgetRule {
   size_t budget = 0;
   bool prefill_only = false;
   int64_t ratio_ppm = 0;
+  PyramidRule pyramid;
 
   static StepBudgetRule Of(const ParameterValues& values) {
-    return {static_cast<size_t>(values.Get("budget")),
-            values.Get("prefill_only") == 1, values.Get("ratio_ppm")};
+    StepBudgetRule rule{static_cast<size_t>(values.Get("budget")),
+                        values.Get("prefill_only") == 1,
+                        values.Get("ratio_ppm"),
+                        {}};
+    if (values.Takes("pyramid")) {
+      rule.pyramid = {values.Get("pyramid"), values.Get("pyramid_beta"),
+                      values.Get("layer"), values.Get("layers"),
+                      values.Get("obs_window")};
+    }
+    return rule;
   }
 
   // The budget of a step that leaves `kept` positions after admission;
   // nullopt: the step evicts nothing.
   std::optional<size_t> At(bool prefill_step, size_t kept) const {
+    if (prefill_step && pyramid.formula == 1) {
+      return PyramidKvpressBudget(pyramid, kept, ratio_ppm);
+    }
+    if (prefill_step && pyramid.formula == 2) {
+      return PyramidFactoryBudget(pyramid, kept, budget);
+    }
     if (prefill_step && ratio_ppm > 0) return RatioBudget(kept, ratio_ppm);
     if (!prefill_step && prefill_only) return std::nullopt;
     return budget;

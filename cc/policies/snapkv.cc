@@ -18,6 +18,7 @@
 #include "cc/policies/entries.h"
 #include "cc/policies/limits.h"
 #include "cc/policies/prefill.h"
+#include "cc/policies/pyramid.h"
 #include "cc/policies/ranking.h"
 #include "cc/policies/triggers.h"
 
@@ -250,6 +251,44 @@ class SnapKvPolicy final : public Policy {
   std::vector<double> combined_;
 };
 
+// pyramidkv.md#parameters: the mode's three rules, in the card's order.
+absl::Status CheckPyramidRules(const ParameterValues& values) {
+  const int64_t pyramid = values.Get("pyramid");
+  const int64_t ratio_ppm = values.Get("ratio_ppm");
+  if (values.Get("layer") >= values.Get("layers")) {
+    return Refuse(ErrorCategory::kInvalidParameter, {"rule", {"layer", "layers"}},
+                  absl::StrFormat("snapkv: layer must be below layers, got "
+                                  "layer %d, layers %d",
+                                  values.Get("layer"), values.Get("layers")));
+  }
+  if ((pyramid == 1 && ratio_ppm == 0) || (pyramid == 2 && ratio_ppm != 0)) {
+    return Refuse(ErrorCategory::kInvalidParameter,
+                  {"rule", {"pyramid", "ratio_ppm"}},
+                  absl::StrFormat("snapkv: pyramid 1 (kvpress) needs ratio_ppm "
+                                  "above 0 and pyramid 2 (KVCache-Factory) "
+                                  "ratio_ppm 0, got pyramid %d, ratio_ppm %d",
+                                  pyramid, ratio_ppm));
+  }
+  const int64_t window_budget = values.Get("window_budget");
+  if ((pyramid == 1 && window_budget != 0) || (pyramid == 2 && window_budget != 1)) {
+    return Refuse(ErrorCategory::kInvalidParameter,
+                  {"rule", {"pyramid", "window_budget"}},
+                  absl::StrFormat("snapkv: pyramid 1 (kvpress) needs window_budget "
+                                  "0 and pyramid 2 (KVCache-Factory) "
+                                  "window_budget 1, got pyramid %d, "
+                                  "window_budget %d",
+                                  pyramid, window_budget));
+  }
+  if (pyramid != 0 && values.Get("recent_window") != 0) {
+    return Refuse(ErrorCategory::kInvalidParameter,
+                  {"rule", {"pyramid", "recent_window"}},
+                  absl::StrFormat("snapkv: pyramid %d needs recent_window 0, got "
+                                  "recent_window %d",
+                                  pyramid, values.Get("recent_window")));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<Policy>> MakeSnapKv(
     const ParameterValues& values, Rng, size_t heads) {
   const int64_t budget = values.Get("budget");
@@ -264,6 +303,7 @@ absl::StatusOr<std::unique_ptr<Policy>> MakeSnapKv(
                                   pool_kernel));
   }
   KVSPEC_RETURN_IF_ERROR(CheckPrefillRules("snapkv", values, true, true));
+  KVSPEC_RETURN_IF_ERROR(CheckPyramidRules(values));
   SnapKvPolicy::Options options;
   options.budget = StepBudgetRule::Of(values);
   options.recent_window = static_cast<size_t>(recent_window);
@@ -308,7 +348,9 @@ const PolicyEntry& SnapKvEntry() {
          "0 max, 1 avg (zero padding, divided by pool_kernel)"},
         {"window_budget", 0, 0, 1,
          "at a prefill step: 0 inside (the window ranks above all and "
-         "counts), 1 outside (kept besides budget others)"}}), true)},
+         "counts), 1 outside (kept besides budget others)"},
+        PyramidParameters()[0], PyramidParameters()[1],
+        PyramidParameters()[2], PyramidParameters()[3]}), true)},
       &MakeSnapKv};
   return *entry;
 }

@@ -227,6 +227,30 @@ std::optional<bool> DecidesHeadsPrefillSpans(const std::string& flag,
   }
   if (flag == "preset.official") return RunsPreset(c, "official");
   if (flag == "preset.kvcache-factory") return RunsPreset(c, "kvcache-factory");
+  if (flag == "preset.kvpress-0.5.5-pyramidkv") {
+    return RunsPreset(c, "kvpress-0.5.5-pyramidkv");
+  }
+  if (flag == "preset.kvcache-factory-pyramidkv") {
+    return RunsPreset(c, "kvcache-factory-pyramidkv");
+  }
+  // spec/policies/pyramidkv.md: the mode off, or a neighbouring layer.
+  if (flag == "prefill.pyramid") {
+    return c.expected.refusal.ok() &&
+           EffectiveParameter(c.config, "pyramid") != 0 &&
+           DiffersWith(c, WithParameter(c.config, "pyramid", 0));
+  }
+  if (flag == "prefill.pyramid-layer") {
+    if (!c.expected.refusal.ok() || EffectiveParameter(c.config, "pyramid") == 0) {
+      return false;
+    }
+    const int64_t layer = EffectiveParameter(c.config, "layer");
+    const int64_t layers = EffectiveParameter(c.config, "layers");
+    for (int64_t other : {layer - 1, layer + 1}) {
+      if (other < 0 || other >= layers) continue;
+      if (DiffersWith(c, WithParameter(c.config, "layer", other))) return true;
+    }
+    return false;
+  }
   if (flag == "heads.granularity") return HeadParameterDecides(c, "granularity");
   if (flag == "heads.aggregation") return HeadParameterDecides(c, "aggregation");
   if (flag == "heads.mean-rounding") {

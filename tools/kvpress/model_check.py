@@ -96,6 +96,10 @@ POLICIES = ("snapkv", "tova", "streamingllm", "h2o")
 # (capture_attention.py --keys --values, import_attention --keys --values).
 # Not in the dtype check, whose scenarios are the model's own rows only.
 KEY_POLICIES = kc.TENSOR_POLICIES
+# Presses that are a kvspec policy under another preset, with the layer's
+# index and the model's layer count as kvpress's module gives them
+# (spec/policies/pyramidkv.md, since 0.19.0): label -> (policy, preset).
+LAYER_POLICIES = {"pyramidkv": ("snapkv", "kvpress-0.5.5-pyramidkv")}
 kc.SEVERITY["sdpa"] = kc.SEVERITY["rounding"]
 CLASSES = ("agreed", "tie", "rounding", "sdpa", "rule")
 
@@ -317,6 +321,7 @@ class Kvspec:
         self.importer, self.simulate = importer, simulate
         self.scenarios = {}
         self.errors = {}
+        self.layer_count = None  # set by compute, for LAYER_POLICIES
 
     def scenario(self, rows, layer):
         """rows: 'eager' (every query's row) or 'sdpa' (kvpress's window)."""
@@ -354,8 +359,14 @@ class Kvspec:
         scenario = self.scenario(rows, layer)
         out = os.path.join(self.work, f"{rows}-{layer}-{policy}-{ratio_ppm}.json")
         extra = f",lag={lag_for(len(self.subject.ids))}" if policy == "lagkv" else ""
+        preset = "kvpress-0.5.5"
+        if policy in LAYER_POLICIES:
+            # The press's layer: its rows' layer, of the layers kvpress's
+            # module counts (model.config.num_hidden_layers at the run).
+            policy, preset = LAYER_POLICIES[policy]
+            extra = f",layer={layer},layers={self.layer_count}"
         run([self.simulate, f"--scenario={scenario}", f"--policy={policy}",
-             f"--params=preset=kvpress-0.5.5,ratio_ppm={ratio_ppm}{extra}",
+             f"--params=preset={preset},ratio_ppm={ratio_ppm}{extra}",
              f"--json={out}", "--quiet"], f"simulate {policy}")
         with open(out, encoding="utf-8") as f:
             data = json.load(f)
@@ -436,7 +447,7 @@ def compare(case_id, policy, spec, kv_kept, kv_scores, explain=None):
 
 
 def compute(work, subject=None, attentions=("eager", "sdpa"),
-            policies=POLICIES + KEY_POLICIES,
+            policies=POLICIES + KEY_POLICIES + tuple(LAYER_POLICIES),
             ratios=RATIOS, swap_layers=False):
     """Every case's result; subject: a Subject (default: the tiny model).
     swap_layers (the self-test): kvspec is fed the next checked layer's
@@ -454,6 +465,7 @@ def compute(work, subject=None, attentions=("eager", "sdpa"),
         if subject.truncate:
             model.model.layers = model.model.layers[:max(layers) + 1]
             model.config.num_hidden_layers = max(layers) + 1
+        kvspec.layer_count = model.config.num_hidden_layers
         full_keys, _ = press_run(model, ids, None)
         for policy in policies:
             if policy == "h2o" and attention == "sdpa":
@@ -465,7 +477,8 @@ def compute(work, subject=None, attentions=("eager", "sdpa"),
                 try:
                     spec = {n: kvspec.run(attention, other[n] if swap_layers else n,
                                           policy, ratio) for n in layers}
-                    press = kc.make_press(policy, spec[layers[0]][0])
+                    press = kc.make_press(LAYER_POLICIES.get(policy, (policy,))[0],
+                                          spec[layers[0]][0])
                     kept_keys, scores = press_run(model, ids, press)
                 except Exception as error:  # pylint: disable=broad-except
                     for n in layers:
@@ -659,7 +672,7 @@ def table(results):
             + " | failed | scores at the cuts |",
             "| --- | --- | ---: | " + " | ".join("---:" for _ in CLASSES)
             + " | ---: | --- |"]
-    for policy in POLICIES + KEY_POLICIES:
+    for policy in POLICIES + KEY_POLICIES + tuple(LAYER_POLICIES):
         for attention in ("eager", "sdpa", "sdpa-on-eager-rows"):
             mine = [r for r in results if r.policy == policy
                     and r.id.split("/")[1] == attention]

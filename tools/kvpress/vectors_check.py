@@ -110,7 +110,10 @@ ROUNDING_REL = 2.0 ** -12
 PRESS_NAMES = {"h2o": "ObservedAttentionPress", "tova": "TOVAPress",
                "snapkv": "SnapKVPress", "streamingllm": "StreamingLLMPress",
                "knorm": "KnormPress", "keydiff": "KeyDiffPress",
-               "lagkv": "LagKVPress"}
+               "lagkv": "LagKVPress", "pyramidkv": "PyramidKVPress"}
+# Cases run: the kvpress preset of each policy, and PyramidKVPress's
+# (snapkv with pyramid 1, spec/policies/pyramidkv.md, since 0.19.0).
+PYRAMID_FLAG = "preset.kvpress-0.5.5-pyramidkv"
 # The policies scored from the scenario's keys (spec/tensors.md), and those
 # from its keys and values (since 0.18.0).
 KEY_POLICIES = ("knorm", "keydiff")
@@ -127,7 +130,7 @@ DEFAULTS = {
     "snapkv": {"budget": 512, "recent_window": 16, "obs_window": 16, "pool_kernel": 5,
                "granularity": 1, "aggregation": 0, "adaptive": 0, "safeguard_permille": 200,
                "prefill_only": 0, "ratio_ppm": 0, "window_reduce": 0, "pooling": 0,
-               "window_budget": 0},
+               "window_budget": 0, "pyramid": 0, "pyramid_beta": 20, "layer": 0, "layers": 1},
     "h2o": {"budget": 512, "recent_window": 16, "granularity": 1, "aggregation": 0,
             "adaptive": 0, "safeguard_permille": 200, "prefill_only": 0, "ratio_ppm": 0,
             "normalize": 0},
@@ -292,6 +295,12 @@ def make_press(policy, params):
         return ObservedAttentionPress(compression_ratio=ratio)
     if policy == "tova":
         return TOVAPress(compression_ratio=ratio)
+    if policy == "snapkv" and params["pyramid"] == 1:
+        from kvpress import PyramidKVPress
+        return PyramidKVPress(compression_ratio=ratio, window_size=params["obs_window"],
+                              kernel_size=params["pool_kernel"], beta=params["pyramid_beta"])
+    if policy == "snapkv" and params["pyramid"] == 2:
+        raise CaseError("pyramid 2 is KVCache-Factory's formula, not a kvpress press")
     if policy == "snapkv":
         return SnapKVPress(compression_ratio=ratio, window_size=params["obs_window"],
                            kernel_size=params["pool_kernel"])
@@ -308,16 +317,18 @@ def make_press(policy, params):
     return StreamingLLMPress(compression_ratio=ratio, n_sink=params["sinks"])
 
 
-def make_module(hq, hkv, head_dim=HEAD_DIM):
-    """A stand-in attention layer: what ScorerPress.compress and the five
+def make_module(hq, hkv, head_dim=HEAD_DIM, layer=0, layers=1):
+    """A stand-in attention layer: what ScorerPress.compress and the
     presses read from `module` (config.num_attention_heads,
-    config.num_key_value_heads, head_dim; layer_idx for forward_hook)."""
+    config.num_key_value_heads, head_dim; layer_idx for forward_hook;
+    PyramidKVPress's layer_idx and config.num_hidden_layers)."""
     import torch
     module = torch.nn.Module()
     module.config = types.SimpleNamespace(num_attention_heads=hq, num_key_value_heads=hkv,
-                                          head_dim=head_dim, hidden_size=HIDDEN)
+                                          head_dim=head_dim, hidden_size=HIDDEN,
+                                          num_hidden_layers=layers)
     module.head_dim = head_dim
-    module.layer_idx = 0
+    module.layer_idx = layer
     return module
 
 
@@ -460,6 +471,8 @@ def check_case(case, scenarios):
     try:
         params = parameters(case)
         policy = case.policy.name
+        if policy == "snapkv" and params["pyramid"] != 0:
+            result.policy = "pyramidkv"
         for name, value in FIXED_BY_PRESS[policy].items():
             if params[name] != value:
                 result.notes.append(f"{name} {params[name]} is not what {PRESS_NAMES[policy]} "
@@ -529,7 +542,8 @@ def check_case(case, scenarios):
                 scores[ranked.position] = ranked.score
             spec.append((kept, scores, list(rec.cut)))
 
-        module = make_module(hq, hkv, head_dim)
+        module = make_module(hq, hkv, head_dim,
+                             params.get("layer", 0), params.get("layers", 1))
         try:
             press = make_press(policy, params)
             kv_kept, kv_scores = run_press(press, module, hidden_states, keys, values, attentions,
@@ -537,7 +551,7 @@ def check_case(case, scenarios):
         except CaseError:
             raise
         except Exception as error:  # kvpress refused or crashed: this case fails
-            raise CaseError(f"{PRESS_NAMES[policy]} raised {type(error).__name__}: {error}")
+            raise CaseError(f"{PRESS_NAMES[result.policy]} raised {type(error).__name__}: {error}")
 
         for g in range(hkv):
             # One spec set per KV head, or one for the layer (tova's preset):
@@ -582,7 +596,8 @@ def load_cases(vectors_dir, kvspec_pb2, flag=FLAG):
             continue
         scenarios = {s.id: s for s in vf.scenarios}
         for case in vf.cases:
-            if flag in case.flags:
+            flags = (flag,) if isinstance(flag, str) else flag
+            if any(f in case.flags for f in flags):
                 selected.append((case, scenarios))
     return selected, errors
 
@@ -591,7 +606,7 @@ def compute(vectors_dir):
     import torch
     torch.set_num_threads(1)  # one reduction order, whatever the machine's load
     kvspec_pb2 = load_proto_modules()
-    selected, errors = load_cases(vectors_dir, kvspec_pb2)
+    selected, errors = load_cases(vectors_dir, kvspec_pb2, (FLAG, PYRAMID_FLAG))
     results = [check_case(case, scenarios) for case, scenarios in selected]
     return results, errors
 
@@ -706,7 +721,8 @@ def check(path, results, errors, flag=FLAG):
 def table(results):
     rows = ["| press | cases | agreed | tie | rounding | rule | failed | scores at the cuts |",
             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
-    for policy in ("snapkv", "h2o", "tova", "streamingllm", "knorm", "keydiff", "lagkv"):
+    for policy in ("snapkv", "h2o", "tova", "streamingllm", "knorm", "keydiff", "lagkv",
+                   "pyramidkv"):
         mine = [r for r in results if r.policy == policy]
         counts = {c: 0 for c in CLASSES}
         failed = 0

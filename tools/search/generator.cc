@@ -293,6 +293,42 @@ void KeepRelations(Draw& d, const PolicyInfo& info, PolicyConfig& config) {
   if (kernel.has_value() && *kernel % 2 == 0) Set(config, "pool_kernel", *kernel + 1);
 }
 
+bool IsPyramidParameter(const std::string& name) {
+  return name == "pyramid" || name == "pyramid_beta" || name == "layer" ||
+         name == "layers";
+}
+
+// spec/policies/pyramidkv.md: a snapkv case gets the pyramid now and then
+// (15 percent), either formula, with the parameters its rules need; a layer
+// at or past `layers` rarely (refused: the search's refusals are near their
+// limit, generator_test).
+void AddPyramid(Draw& p, PolicyConfig& config) {
+  if (config.name != "snapkv" || !p.P(15)) return;
+  const PolicyInfo* info = FindPolicy("snapkv");
+  const int64_t formula = 1 + static_cast<int64_t>(p.U(2));
+  const int64_t layers = p.Pick<int64_t>({1, 2, 3, 4, 8, 32});
+  int64_t layer = static_cast<int64_t>(p.U(layers));
+  if (p.P(2)) layer = layers;  // refused: rule layer layers
+  Set(config, "pyramid", formula);
+  Set(config, "pyramid_beta", p.Pick<int64_t>({1, 2, 3, 4, 20, 1 + static_cast<int64_t>(p.U(40))}));
+  Set(config, "layer", layer);
+  Set(config, "layers", layers);
+  if (formula == 1) {
+    if (Value(*info, config, "ratio_ppm").value_or(0) == 0) {
+      Set(config, "ratio_ppm", p.Pick<int64_t>({250000, 500000, 750000, 1 + static_cast<int64_t>(p.U(999999))}));
+    }
+    if (Value(*info, config, "recent_window").value_or(0) != 0) Set(config, "recent_window", 0);
+    if (Value(*info, config, "window_budget").value_or(0) != 0) Set(config, "window_budget", 0);
+  } else {
+    if (Value(*info, config, "ratio_ppm").value_or(0) != 0) Set(config, "ratio_ppm", 0);
+    Set(config, "window_budget", 1);
+    if (Value(*info, config, "recent_window").value_or(0) != 0) Set(config, "recent_window", 0);
+  }
+  // adaptive 1 and block above 1 refuse both formulas' relations.
+  if (Value(*info, config, "adaptive").value_or(0) != 0) Set(config, "adaptive", 0);
+  if (Value(*info, config, "block").value_or(1) > 1) Set(config, "block", 1);
+}
+
 PolicyConfig MakePolicyConfig(Draw& d, const std::string& name, const Plan& plan) {
   PolicyConfig config;
   config.name = name;
@@ -301,6 +337,9 @@ PolicyConfig MakePolicyConfig(Draw& d, const std::string& name, const Plan& plan
   // How many parameters a case names: all, most, or few.
   const int include = d.Pick<int>({100, 80, 50});
   for (const ParameterInfo& p : info->parameters) {
+    // The pyramid's parameters (spec 0.19.0) are drawn by AddPyramid, from
+    // a stream of their own: skipped here before any draw.
+    if (IsPyramidParameter(p.name)) continue;
     const bool budget = p.name == "budget";
     if (!(budget ? d.P(97) : d.P(include))) continue;
     int64_t value = ParameterValue(d, p, plan);
@@ -490,6 +529,10 @@ SearchCase GenerateCase(uint64_t seed, uint64_t index) {
   Draw v(Mix64(Mix64(seed ^ 0x76616c756573ULL) ^ index));  // "values"
   const bool lagkv = !knorm && v.P(7);
   if (lagkv) c.policy = MakePolicyConfig(v, "lagkv", plan);
+  // The pyramid (0.19.0) from a stream of its own: every case that does not
+  // draw it is what it was.
+  Draw py(Mix64(Mix64(seed ^ 0x7079726d6964ULL) ^ index));  // "pyrmid"
+  AddPyramid(py, c.policy);
 
   // A trace has no keys: a knorm case is given one rarely (refused).
   if (d.P(6) && (knorm ? k.P(10) : !lagkv || v.P(10))) {

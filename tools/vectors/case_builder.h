@@ -127,6 +127,8 @@ void AddKeyDiffScenarios(SuiteBuilder& b);   // cases_keydiff.cc
 void AddKeyDiffCases(SuiteBuilder& b);       // cases_keydiff.cc
 void AddLagKvScenarios(SuiteBuilder& b);     // cases_lagkv.cc
 void AddLagKvCases(SuiteBuilder& b);         // cases_lagkv.cc
+void AddPyramidScenarios(SuiteBuilder& b);   // cases_pyramidkv.cc
+void AddPyramidCases(SuiteBuilder& b);       // cases_pyramidkv.cc
 void AddForeignParameterCases(SuiteBuilder& b);  // cases.cc
 
 }  // namespace build

@@ -89,6 +89,8 @@ Suite BuildSuite() {
   AddKeyDiffCases(builder);
   AddLagKvScenarios(builder);
   AddLagKvCases(builder);
+  AddPyramidScenarios(builder);
+  AddPyramidCases(builder);
   AddForeignParameterCases(builder);
   for (CombinationCase& c : CombinationCases()) {  // combination_cases.h
     builder.Add(std::move(c.scenario));

@@ -224,10 +224,18 @@ void AddAuditCases(SuiteBuilder& b) {
               // and the triggers' (spec 0.12.0).
               p.name == "slack" || p.name == "interval" ||
               // and the blocks' (spec 0.13.0).
-              p.name == "block" || p.name == "block_score";
-          // discard above 0 needs context_shift 1 (spec/spans.md).
+              p.name == "block" || p.name == "block_score" ||
+              // and the pyramid's (spec 0.19.0).
+              p.name == "pyramid" || p.name == "pyramid_beta" ||
+              p.name == "layer" || p.name == "layers";
+          // discard above 0 needs context_shift 1 (spec/spans.md); layer
+          // below layers, and pyramid 2 window_budget 1
+          // (spec/policies/pyramidkv.md#parameters).
           const bool companion =
-              parameter.name == "discard" && p.name == "context_shift";
+              (parameter.name == "discard" && p.name == "context_shift") ||
+              (parameter.name == "layer" && p.name == "layers") ||
+              (parameter.name == "pyramid" && bound.value >= 1 &&
+               (p.name == "window_budget" || p.name == "ratio_ppm"));
           // openvino's block defaults to 32: its small configuration
           // gives block 1 (spec/policies/openvino.md#parameters).
           const bool openvino_block = info.name == "openvino" && p.name == "block";
@@ -262,6 +270,17 @@ void AddAuditCases(SuiteBuilder& b) {
               ((parameter.name == "sinks" && p.name == "recent_window") ||
                (parameter.name == "recent_window" && p.name == "sinks"))) {
             value = 0;
+          }
+          // pyramidkv.md#parameters: the top layer index needs the top
+          // layer count; pyramid 2 needs the window outside.
+          if (parameter.name == "layer" && p.name == "layers") value = 65536;
+          // pyramid 1: a ratio and the window inside; 2 (and 3, whose
+          // refusal counts when 2 is accepted): no ratio, the window outside;
+          // both without a recent window.
+          if (parameter.name == "pyramid" && bound.value >= 1) {
+            if (p.name == "window_budget") value = bound.value >= 2 ? 1 : 0;
+            if (p.name == "ratio_ppm") value = bound.value >= 2 ? 0 : 500000;
+            if (p.name == "recent_window") value = 0;
           }
           // spec/prefill.md: a ratio requires recent_window 0.
           if (parameter.name == "ratio_ppm" && p.name == "recent_window") {

@@ -54,6 +54,10 @@ const std::vector<FeatureInfo>& Features() {
        "values in a scenario (Scenario.value_dim, Step.values): their shape "
        "and checks, what a policy that reads them sees, and the parameters "
        "of lagkv, the first policy reading them"},
+      {"pyramid", "0.19.0", "policies/pyramidkv.md",
+       "per-layer budgets at a prefill step, PyramidKV, a mode of snapkv: "
+       "kvpress's and KVCache-Factory's formulas (pyramid, pyramid_beta, "
+       "layer, layers)"},
   };
   return *features;
 }
@@ -100,6 +104,10 @@ const std::vector<ParameterInfo>& Parameters() {
       {"max_pool", "decode", "0.14.0"},
       {"lag", "values", "0.18.0"},
       {"cross_scoring", "values", "0.18.0"},
+      {"pyramid", "pyramid", "0.19.0"},
+      {"pyramid_beta", "pyramid", "0.19.0"},
+      {"layer", "pyramid", "0.19.0"},
+      {"layers", "pyramid", "0.19.0"},
   };
   return *parameters;
 }

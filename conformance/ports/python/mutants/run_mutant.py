@@ -414,6 +414,41 @@ def _():
     harness.run_steps = run_steps
 
 
+# PyramidKV (spec/policies/pyramidkv.md, spec 0.19.0): the layer's budget at
+# a prefill step of snapkv with `pyramid` 1 or 2.
+
+@mutant("pyramid-round-half-up", "snapkv",
+        "policies/pyramidkv.md#pyramid-1-kvpress: kvpress's budget rounded half up, floor(x + 0.5), not half to even")
+def _():
+    import math
+    from kvspec_port import pyramid
+
+    def round_half_up(x):
+        return math.floor(x + 0.5)
+    # kvpress_budget looks the name up in the module at each call.
+    pyramid.round_half_even = round_half_up
+
+
+@mutant("pyramid-factory-true-division", "snapkv",
+        "policies/pyramidkv.md#pyramid-2-kvcache-factory: the steps by true division, (hi - lo) / (layers - 1), "
+        "the layer's budget then floored, not hi - layer * ((hi - lo) // (layers - 1))")
+def _():
+    import math
+    from kvspec_port import pyramid
+    original = pyramid.factory_budget
+
+    def factory_budget(n, budget, w, beta, layer, layers):
+        if n < budget + w or n < 2 * budget or layers == 1:
+            return original(n, budget, w, beta, layer, layers)
+        lo = budget // beta
+        hi = 2 * budget - lo
+        if hi >= n - w:
+            hi = n - w
+            lo = 2 * budget - hi
+        return math.floor(hi - layer * ((hi - lo) / (layers - 1)))
+    pyramid.factory_budget = factory_budget
+
+
 def main():
     if sys.argv[1:] == ["--list"]:
         for name, (policies, rule, _) in MUTANTS.items():

@@ -54,9 +54,10 @@ def positive_zero(x):
 
 def test_registered_after_openvino_with_the_feature():
     # keydiff (spec 0.17.0) and lagkv (0.18.0) after it
-    # (spec/README.md#policies); `values` (0.18.0) after `tensors`.
+    # (spec/README.md#policies); `values` (0.18.0) after `tensors`, then
+    # `pyramid` (0.19.0).
     assert list(REGISTRY)[-4:] == ["openvino", "knorm", "keydiff", "lagkv"]
-    assert FEATURES[-2:] == ("tensors", "values")
+    assert FEATURES[-3:] == ("tensors", "values", "pyramid")
 
 
 def test_parameters_and_defaults():

@@ -82,10 +82,10 @@ VALUES = [(9, 9), (0.5, 0.5), (0.5, 0.5), (0, 0), (1, 1)]
 
 def test_registered_after_keydiff_with_the_feature():
     # spec/README.md#policies: lagkv (0.18.0) after keydiff; the feature
-    # `values` (0.18.0) last of spec/features.md#the-list.
+    # `values` (0.18.0) in spec/features.md#the-list, before `pyramid` (0.19.0).
     assert list(REGISTRY)[-3:] == ["knorm", "keydiff", "lagkv"]
     assert REGISTRY["lagkv"] is LagKvPolicy
-    assert FEATURES[-1] == "values"
+    assert FEATURES[-2:] == ("values", "pyramid")
     # Reads keys and values, no attention; d and e at least 2.
     assert LagKvPolicy.READS_KEYS and LagKvPolicy.READS_VALUES and not LagKvPolicy.READS_ATTENTION
     assert (LagKvPolicy.MIN_HEAD_DIM, LagKvPolicy.MIN_VALUE_DIM) == (2, 2)

@@ -83,8 +83,10 @@ def test_parameter_order():
     scored = triggers + ["block", "block_score"]
     assert names["h2o"] == ["budget", "recent_window"] + tail + ["normalize"] + scored
     assert names["tova"] == ["budget", "recent_window"] + tail + ["protect_newest"] + scored
+    # spec/policies/pyramidkv.md (0.19.0): snapkv's pyramid parameters
+    # after `window_budget`, before the triggers'.
     assert names["snapkv"] == ["budget", "recent_window", "obs_window", "pool_kernel"] + tail + [
-        "window_reduce", "pooling", "window_budget"] + scored
+        "window_reduce", "pooling", "window_budget", "pyramid", "pyramid_beta", "layer", "layers"] + scored
     # spec/spans.md#parameters (0.8.0, and the context shift's of 0.9.0)
     # follow the prefill parameters.
     assert names["streamingllm"] == ["budget", "sinks", "prefill_only", "ratio_ppm", "spans",

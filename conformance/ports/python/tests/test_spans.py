@@ -393,13 +393,13 @@ def test_wire_fields():
 
 
 def test_hello_declares_spans():
-    assert SPEC_VERSION == "0.18.0"
+    assert SPEC_VERSION == "0.19.0"
     assert "spans" in FEATURES
     # contextshift (0.9.0) right after spans, then totals (0.10.0),
-    # triggers (0.12.0), blocks (0.13.0), tensors (0.16.0) and values
-    # (0.18.0), in the order of spec/features.md#the-list.
-    assert list(hello_reply().hello.features)[-7:] == ["spans", "contextshift", "totals", "triggers", "blocks",
-                                                       "tensors", "values"]
+    # triggers (0.12.0), blocks (0.13.0), tensors (0.16.0), values
+    # (0.18.0) and pyramid (0.19.0), in the order of spec/features.md#the-list.
+    assert list(hello_reply().hello.features)[-8:] == ["spans", "contextshift", "totals", "triggers", "blocks",
+                                                       "tensors", "values", "pyramid"]
 
 
 # -- #parameters -------------------------------------------------------------------

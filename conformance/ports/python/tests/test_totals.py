@@ -68,12 +68,12 @@ DECOY = [[0.0, 0.0, 1.0]]
 # -- The version and the hello (spec/features.md#the-list) --------------------
 
 def test_version_and_feature():
-    assert SPEC_VERSION == "0.18.0"
+    assert SPEC_VERSION == "0.19.0"
     # triggers: spec 0.12.0; blocks: spec 0.13.0; tensors: spec 0.16.0;
-    # values: spec 0.18.0.
-    assert FEATURES[-5:] == ("totals", "triggers", "blocks", "tensors", "values")
-    assert list(hello_reply().hello.features)[-6:] == ["contextshift", "totals", "triggers", "blocks", "tensors",
-                                                       "values"]
+    # values: spec 0.18.0; pyramid: spec 0.19.0.
+    assert FEATURES[-6:] == ("totals", "triggers", "blocks", "tensors", "values", "pyramid")
+    assert list(hello_reply().hello.features)[-7:] == ["contextshift", "totals", "triggers", "blocks", "tensors",
+                                                       "values", "pyramid"]
 
 
 # -- h2o reads the totals instead of the rows (h2o.md#at-prefill) -------------

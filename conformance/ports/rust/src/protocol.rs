@@ -444,7 +444,7 @@ mod tests {
         // `random`; spec 0.16.0 `knorm`, after `openvino`; spec 0.17.0
         // `keydiff`, after `knorm`; spec 0.18.0 `lagkv`, after `keydiff`.
         let hello = hello_reply();
-        assert_eq!(hello.spec_version, "0.18.0");
+        assert_eq!(hello.spec_version, "0.19.0");
         assert_eq!(
             hello.policies,
             ["full", "window", "streamingllm", "h2o", "tova", "snapkv", "random", "openvino", "knorm", "keydiff", "lagkv"]
@@ -457,15 +457,15 @@ mod tests {
         // spec/spans.md#the-log: with spans 1 each step carries its spans
         // and held set whatever want_cut; the hello declares the feature.
         assert!(hello_reply().features.iter().any(|f| f == "spans"));
-        assert_eq!(hello_reply().spec_version, "0.18.0");
+        assert_eq!(hello_reply().spec_version, "0.19.0");
         // spec 0.9.0: "contextshift" right after "spans"; spec 0.10.0:
         // "totals" after it; spec 0.12.0: "triggers"; spec 0.13.0:
-        // "blocks"; spec 0.16.0: "tensors"; spec 0.18.0: "values", last
-        // (spec/features.md#the-list).
+        // "blocks"; spec 0.16.0: "tensors"; spec 0.18.0: "values"; spec
+        // 0.19.0: "pyramid", last (spec/features.md#the-list).
         let features = hello_reply().features;
         let at = features.iter().position(|f| f == "spans").unwrap();
         assert_eq!(features.get(at + 1).map(String::as_str), Some("contextshift"));
-        assert_eq!(features[at + 2..], ["totals", "triggers", "blocks", "tensors", "values"].map(String::from));
+        assert_eq!(features[at + 2..], ["totals", "triggers", "blocks", "tensors", "values", "pyramid"].map(String::from));
         let param = |name: &str, value| kv::Parameter { name: name.into(), value };
         let policy = kv::PolicyConfig {
             name: "streamingllm".into(),

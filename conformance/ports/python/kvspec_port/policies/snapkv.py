@@ -16,12 +16,18 @@ step's scores are the window rows' sums over the prefix (the kept slots
 before the last w = min(obs_window, m) ones), reduced by `window_reduce`
 and pooled over the prefix alone; the window's slots score +infinity
 (`window_budget` 0) or are not candidates and not counted (1).
+
+With `pyramid` 1 or 2 (spec/policies/pyramidkv.md, spec 0.19.0) a prefill
+step's budget is the layer's (`pyramid.layer_budget`), in place of
+spec/prefill.md's step budget; the pyramid's three rules follow the card's
+and spec/prefill.md's.
 """
 
 import numpy as np
 
 from ..errors import INVALID_PARAMETER, Refusal, Subject
 from ..blocks import BLOCK, BLOCK_SCORE
+from .. import pyramid
 from ..triggers import TRIGGERS
 from .base import (ADAPTIVE, AGGREGATION, BUDGET, GRANULARITY, PREFILL_ONLY, RATIO_PPM, RECENT_WINDOW,
                    SAFEGUARD_PERMILLE, RecentWindowMixin, ScorePolicy)
@@ -34,7 +40,8 @@ class SnapKvPolicy(ScorePolicy):
               ("window_reduce", 0, 0, 1),  # at prefill: 0 sum, 1 mean
               ("pooling", 0, 0, 1),  # 0 max, 1 avg (zero padding, divided by pool_kernel)
               ("window_budget", 0, 0, 1),  # at prefill: 0 inside, 1 outside
-              ) + TRIGGERS + (BLOCK, BLOCK_SCORE)  # spec/triggers.md's, then spec/blocks.md's, last
+              # pyramid, pyramid_beta, layer, layers (spec/policies/pyramidkv.md, 0.19.0)
+              ) + pyramid.PYRAMID_PARAMS + TRIGGERS + (BLOCK, BLOCK_SCORE)  # spec/triggers.md's, then blocks.md's
 
     @classmethod
     def card_relations(cls, values):
@@ -46,8 +53,23 @@ class SnapKvPolicy(ScorePolicy):
             )
 
     @classmethod
+    def check_relations(cls, values):
+        super().check_relations(values)  # the card's rules, then spec/prefill.md's
+        # spec/policies/pyramidkv.md#parameters: after those, before the
+        # triggers' and blocks' (harness.configure checks those next).
+        pyramid.check_pyramid_relations(cls.NAME, values)
+
+    @classmethod
     def eviction_plan(cls, params, n, m):
         k, c = super().eviction_plan(params, n, m)
+        if m is not None and params["pyramid"] != 0:
+            # spec/policies/pyramidkv.md#how-it-works: at a prefill step the
+            # layer's budget B replaces spec/prefill.md's step budget (the
+            # candidates are unchanged). `block` above 1 and `adaptive` 1,
+            # which read the step budget elsewhere, are refused with a
+            # pyramid (the rules `block ratio_ppm`, `block window_budget`,
+            # `adaptive ratio_ppm`, `adaptive window_budget`).
+            k = n - pyramid.layer_budget(params, n)
         if m is not None and params["window_budget"] == 1:
             # `outside`: the window's w slots are neither candidates nor
             # counted: (n - w) - B go, from the prefix slots outside

@@ -27,6 +27,9 @@ mod lagkv_tests;
 pub mod openvino;
 #[cfg(test)]
 mod openvino_tests;
+pub mod pyramid;
+#[cfg(test)]
+mod pyramid_tests;
 pub mod random;
 pub mod snapkv;
 pub mod streamingllm;

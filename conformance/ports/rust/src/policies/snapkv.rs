@@ -2,6 +2,7 @@
 //! `obs_window` recorded steps; at a prefill step, the lowest pooled sum of
 //! the observation window's query rows over the prefix.
 //! Card: spec/policies/snapkv.md.
+use super::pyramid::{PyramidOptions, PYRAMID_PARAMS};
 use super::{
     check_recent_below_budget, head_options, prefill_options, resolve_params, retain_slots, with_shared_params,
     ParamSpec, Policy, QueryRows, BUDGET, RECENT_WINDOW,
@@ -42,6 +43,10 @@ pub struct SnapKv {
     /// `window_budget` 1 (`outside`): at a prefill step the window's slots
     /// are neither candidates nor counted against the step budget.
     window_outside: bool,
+    /// `pyramid`, `pyramid_beta`, `layer`, `layers` (spec 0.19.0,
+    /// spec/policies/pyramidkv.md): with `pyramid` 1 or 2, a prefill step's
+    /// budget is the layer's.
+    pyramid: PyramidOptions,
     triggers: TriggerOptions,
     /// `block` and `block_score` (spec/blocks.md#parameters).
     blocks: BlockOptions,
@@ -58,9 +63,10 @@ pub struct SnapKv {
 
 impl SnapKv {
     pub fn configure(params: &[(String, i64)]) -> Result<Self> {
+        let own_prefill = [WINDOW_REDUCE, POOLING, WINDOW_BUDGET];
         let specs = with_shared_params(
             &[BUDGET, RECENT_WINDOW, OBS_WINDOW, POOL_KERNEL],
-            &[WINDOW_REDUCE, POOLING, WINDOW_BUDGET],
+            &[own_prefill.as_slice(), PYRAMID_PARAMS.as_slice()].concat(),
         );
         let v = resolve_params("snapkv", &specs, params)?;
         check_recent_below_budget("snapkv", v[0], v[1])?;
@@ -74,9 +80,11 @@ impl SnapKv {
         let heads = head_options(&v[4..8]);
         let prefill = prefill_options(&v[8..10]);
         check_prefill_rules("snapkv", Some(v[1]), heads.adaptive, prefill, Some(v[12]))?;
-        let triggers = TriggerOptions::from_params(&v[13..15]);
+        let pyramid = PyramidOptions::from_params(&v[13..17]);
+        pyramid.check("snapkv", prefill.ratio_ppm, v[12], v[1])?;
+        let triggers = TriggerOptions::from_params(&v[17..19]);
         triggers.check("snapkv", Some(prefill), Some(heads.adaptive), None)?;
-        let blocks = BlockOptions::from_params(&v[15..17]);
+        let blocks = BlockOptions::from_params(&v[19..21]);
         blocks.check(
             "snapkv",
             &[("budget", v[0] as u64), ("recent_window", v[1] as u64)],
@@ -92,6 +100,7 @@ impl SnapKv {
             window_mean: v[10] == 1,
             pooling: if v[11] == 1 { Pooling::Avg } else { Pooling::Max },
             window_outside: v[12] == 1,
+            pyramid,
             triggers,
             blocks,
             ring: Vec::new(),
@@ -215,8 +224,16 @@ impl Policy for SnapKv {
     fn admit(&mut self, count: usize) {
         self.ring.resize(self.ring.len() + count * self.obs_window, 0.0);
     }
+    /// spec/prefill.md#when-a-policy-evicts's step budget; at a prefill
+    /// step with `pyramid` 1 or 2, the layer's budget in its place
+    /// (spec/policies/pyramidkv.md#how-it-works), from `n` and the
+    /// parameter `obs_window`.
     fn step_budget(&self, n: usize, prefill: bool) -> Option<u64> {
-        self.prefill.step_budget(self.budget, n, prefill)
+        let layer = || self.pyramid.layer_budget(n as u64, self.budget, self.prefill.ratio_ppm, self.obs_window as u64);
+        match prefill.then(layer).flatten() {
+            Some(b) => Some(b),
+            None => self.prefill.step_budget(self.budget, n, prefill),
+        }
     }
     /// With `window_budget` 1 at a prefill step, the window does not count.
     fn counted(&self, n: usize, prefill: bool) -> usize {
