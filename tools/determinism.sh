@@ -51,7 +51,7 @@ sources=(
   tools/vectors/cases_search.cc tools/vectors/cases_spans.cc tools/vectors/cases_totals.cc
   tools/vectors/cases_triggers.cc
   tools/vectors/cases_blocks.cc tools/vectors/cases_openvino.cc tools/vectors/cases_knorm.cc
-  tools/vectors/cases_keydiff.cc tools/vectors/cases_lagkv.cc
+  tools/vectors/cases_keydiff.cc tools/vectors/cases_lagkv.cc tools/vectors/cases_pyramidkv.cc
   tools/vectors/combination_cases.cc tools/vectors/case_id.cc tools/vectors/generate.cc
   tools/vectors/markdown_block.cc tools/vectors/regen_vectors.cc tools/files/files.cc
   "$work/spec/kvspec.pb.cc"

@@ -82,7 +82,12 @@ from capture_files import HelpFormatter  # noqa: E402  (tools/attention/)
 DEFAULT_PROMPT_TOKENS = 2048
 # The policies with a kvpress-0.5.5 preset (cc/presets.cc), and how each
 # is drawn.
-POLICIES = ("snapkv", "tova", "streamingllm", "h2o", "knorm", "keydiff", "lagkv")
+POLICIES = ("snapkv", "tova", "streamingllm", "h2o", "knorm", "keydiff", "lagkv",
+            "pyramidkv")
+# Run only when named: pyramidkv is snapkv with the preset
+# kvpress-0.5.5-pyramidkv, each layer given its index and the model's layer
+# count (spec/policies/pyramidkv.md, since 0.19.0).
+OPT_IN = ("pyramidkv",)
 # The policies scored from the captured keys (spec/tensors.md), and those
 # from its values too.
 KEY_POLICIES = ("knorm", "keydiff", "lagkv")
@@ -90,7 +95,7 @@ VALUE_POLICIES = ("lagkv",)
 STYLE = {"snapkv": ("#1f77b4", "o"), "tova": ("#d62728", "s"),
          "streamingllm": ("#2ca02c", "^"), "h2o": ("#9467bd", "D"),
          "knorm": ("#ff7f0e", "v"), "keydiff": ("#8c564b", "P"),
-         "lagkv": ("#17becf", "X")}
+         "lagkv": ("#17becf", "X"), "pyramidkv": ("#e377c2", "*")}
 
 
 class ReportError(Exception):
@@ -243,9 +248,11 @@ def parse_args(argv):
     parser.add_argument("--policies", default=None,
                         help=f"comma-separated, of: {', '.join(POLICIES)} "
                         "(each run with its kvpress-0.5.5 preset; default: "
-                        "all seven, without h2o under --attention sdpa; knorm "
+                        "all but pyramidkv, without h2o under --attention sdpa; knorm "
                         "and keydiff score from the captured keys, lagkv "
-                        "from its keys and values)")
+                        "from its keys and values; pyramidkv is snapkv with "
+                        "the preset kvpress-0.5.5-pyramidkv, each layer given "
+                        "its index and the model's layer count)")
     parser.add_argument("--attention", default="eager", choices=("eager", "sdpa"),
                         help="the attention arithmetic the rows are captured "
                         "with (h2o needs eager)")
@@ -283,8 +290,8 @@ def validate(args):
     if len(set(ratios)) != len(ratios):
         raise UsageError(f"--ratios: '{args.ratios}' names a ratio twice")
     if args.policies is None:
-        args.policies = ",".join(p for p in POLICIES
-                                 if p != "h2o" or args.attention == "eager")
+        args.policies = ",".join(p for p in POLICIES if p not in OPT_IN and
+                                 (p != "h2o" or args.attention == "eager"))
     policies = args.policies.split(",")
     for policy in policies:
         if policy not in POLICIES:
@@ -382,6 +389,10 @@ def kvpress_skip(policy, params, attention, window):
     """Why kvpress's press is not run beside kvspec's policy, or None."""
     if policy == "h2o" and attention != "eager":
         return "ObservedAttentionPress needs eager attention"
+    if policy == "pyramidkv":
+        return ("PyramidKVPress reads the model's layer count, which this "
+                "report's kvpress run truncates; tools/kvpress/model_check.py "
+                "checks it")
     obs = params.get("obs_window", 0)
     if policy == "snapkv" and window != 0 and window < obs:
         return (f"the scenario carries {window} rows, SnapKVPress's window "
@@ -568,6 +579,8 @@ def report(args, ratios, policies):
                               f"{meta.get('token_ids_sha256')} is not the "
                               f"prompt's {sha}")
         layers = [int(n) for n in meta["layers"].split(",")]
+        with open(os.path.join(model, "config.json"), encoding="utf-8") as g:
+            model_layers = int(json.load(g)["num_hidden_layers"])
         kv_heads = int(meta["num_key_value_heads"])
         length = int(meta["tokens"])
         first_decode = length - args.decode
@@ -589,8 +602,12 @@ def report(args, ratios, policies):
                 for ratio in ratios:
                     ppm = round(ratio * 1e6)
                     path = os.path.join(args.out, f"layer{layer}-{policy}-{ppm}.json")
-                    run([simulate, f"--scenario={scenario}", f"--policy={policy}",
-                         f"--params=preset=kvpress-0.5.5,ratio_ppm={ppm}",
+                    name, preset, extra = policy, "kvpress-0.5.5", ""
+                    if policy == "pyramidkv":
+                        name, preset = "snapkv", "kvpress-0.5.5-pyramidkv"
+                        extra = f",layer={layer},layers={model_layers}"
+                    run([simulate, f"--scenario={scenario}", f"--policy={name}",
+                         f"--params=preset={preset},ratio_ppm={ppm}{extra}",
                          f"--json={path}", "--quiet"], f"simulate {policy}")
                     with open(path, encoding="utf-8") as g:
                         data = json.load(g)
