@@ -98,8 +98,14 @@ POLICIES = ("snapkv", "tova", "streamingllm", "h2o")
 KEY_POLICIES = kc.TENSOR_POLICIES
 # Presses that are a kvspec policy under another preset, with the layer's
 # index and the model's layer count as kvpress's module gives them
-# (spec/policies/pyramidkv.md, since 0.19.0): label -> (policy, preset).
-LAYER_POLICIES = {"pyramidkv": ("snapkv", "kvpress-0.5.5-pyramidkv")}
+# (spec/policies/pyramidkv.md, since 0.19.0): label -> (policy, preset,
+# more parameters). With kvpress's defaults (window 64, beta 20) these
+# prompts are too short for the pyramid (lo = n (1 - r) / 20 is below the
+# window: the fallback, SnapKV's budget rounded); window 8 and beta 4 put
+# every ratio on the pyramid's own branch.
+LAYER_POLICIES = {"pyramidkv": ("snapkv", "kvpress-0.5.5-pyramidkv", ""),
+                  "pyramidkv-w8": ("snapkv", "kvpress-0.5.5-pyramidkv",
+                                   ",obs_window=8,pyramid_beta=4")}
 kc.SEVERITY["sdpa"] = kc.SEVERITY["rounding"]
 CLASSES = ("agreed", "tie", "rounding", "sdpa", "rule")
 
@@ -363,8 +369,8 @@ class Kvspec:
         if policy in LAYER_POLICIES:
             # The press's layer: its rows' layer, of the layers kvpress's
             # module counts (model.config.num_hidden_layers at the run).
-            policy, preset = LAYER_POLICIES[policy]
-            extra = f",layer={layer},layers={self.layer_count}"
+            policy, preset, more = LAYER_POLICIES[policy]
+            extra = f"{more},layer={layer},layers={self.layer_count}"
         run([self.simulate, f"--scenario={scenario}", f"--policy={policy}",
              f"--params=preset={preset},ratio_ppm={ratio_ppm}{extra}",
              f"--json={out}", "--quiet"], f"simulate {policy}")
