@@ -95,7 +95,7 @@ def test_only_snapkv_takes_them(name):
         assert subject(name, [(pname, 0 if pname in ("pyramid", "layer") else 1)]) == f"unknown {pname}"
 
 
-# -- The three rules, their subjects and order ---------------------------------
+# -- The four rules, their subjects and order ----------------------------------
 
 @pytest.mark.parametrize("params, expected", [
     # 1. layer < layers, whatever pyramid is.

@@ -19,7 +19,7 @@ and pooled over the prefix alone; the window's slots score +infinity
 
 With `pyramid` 1 or 2 (spec/policies/pyramidkv.md, spec 0.19.0) a prefill
 step's budget is the layer's (`pyramid.layer_budget`), in place of
-spec/prefill.md's step budget; the pyramid's three rules follow the card's
+spec/prefill.md's step budget; the pyramid's four rules follow the card's
 and spec/prefill.md's.
 """
 

@@ -3,7 +3,7 @@
 //! (kvpress's `PyramidKVPress`) or 2 (KVCache-Factory's
 //! `PyramidKVCluster`) replaces a prefill step's budget by the layer's,
 //! from `layer`, `layers` and `pyramid_beta`; the window, scores, pooling,
-//! heads and ties stay `snapkv`'s. The parameters, their three rules, and
+//! heads and ties stay `snapkv`'s. The parameters, their four rules, and
 //! the two formulas: kvpress's in binary64 rounded half to even,
 //! KVCache-Factory's in integers with floor division. The card's worked
 //! examples by hand here; through whole scenarios in `pyramid_tests.rs`.
