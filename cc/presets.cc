@@ -105,6 +105,11 @@ const std::vector<Preset>& Presets() {
         {"aggregation", 0}, {"prefill_only", 1}},
        "kvpress 0.5.5 presses/lagkv_press.py, LagKVPress.score and "
        "_get_states_score; ScorerPress.compress"},
+      // spec/policies/simlayerkv.md#presets.
+      {"simlayerkv", "kvpress-0.5.5",
+       {{"n_initial", 4}, {"n_recent", 1024}, {"n_last", 1}},
+       "kvpress 0.5.5 presses/simlayerkv_press.py, SimLayerKVPress.compress "
+       "and is_lazy; snapkv_press.py, compute_window_attention"},
       // spec/policies/openvino.md#presets.
       {"openvino", "openvino-genai-2026.3.0",
        {{"budget", 672}, {"sinks", 32}, {"recent_window", 128}, {"block", 32},

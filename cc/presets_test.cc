@@ -30,7 +30,13 @@ TEST(Presets, EveryExpansionIsAccepted) {
     EXPECT_TRUE(MakePolicy(*config).ok())
         << preset.policy << ":" << preset.name << " "
         << MakePolicy(*config).status();
-    if (preset.name == "kvpress-0.5.5") {
+    // simlayerkv.md#presets: SimLayerKVPress takes a threshold, no ratio.
+    if (preset.name == "kvpress-0.5.5" && preset.policy == "simlayerkv") {
+      absl::StatusOr<PolicyConfig> with_threshold = ExpandPreset(
+          {preset.policy, {{"lazy_threshold_ppm", 900000}}}, preset.name);
+      ASSERT_TRUE(with_threshold.ok());
+      EXPECT_TRUE(MakePolicy(*with_threshold).ok()) << preset.policy;
+    } else if (preset.name == "kvpress-0.5.5") {
       absl::StatusOr<PolicyConfig> with_ratio =
           ExpandPreset({preset.policy, {{"ratio_ppm", 500000}}}, preset.name);
       ASSERT_TRUE(with_ratio.ok());

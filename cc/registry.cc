@@ -28,6 +28,7 @@ const std::vector<const PolicyEntry*>& Entries() {
       &policies::KnormEntry(),
       &policies::KeyDiffEntry(),
       &policies::LagKvEntry(),
+      &policies::SimLayerKvEntry(),
   };
   return *entries;
 }

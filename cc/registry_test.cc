@@ -61,7 +61,8 @@ TEST(Registry, ListsEveryPolicyWithItsCard) {
   EXPECT_EQ(names, (std::vector<std::string>{"full", "window", "streamingllm",
                                              "h2o", "tova", "snapkv",
                                              "random", "openvino", "knorm",
-                                             "keydiff", "lagkv"}));
+                                             "keydiff", "lagkv",
+                                             "simlayerkv"}));
   for (const PolicyInfo& info : policies) {
     EXPECT_EQ(info.card, "spec/policies/" + info.name + ".md");
     // Every registered policy builds with its defaults.

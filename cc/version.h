@@ -5,7 +5,7 @@
 
 namespace kvspec {
 
-inline constexpr char kSpecVersion[] = "0.19.0";
+inline constexpr char kSpecVersion[] = "0.20.0";
 
 // Version of the vector generator (tools/vectors/regen_vectors). Raised when the
 // generator's output changes for a reason other than a spec change (a new

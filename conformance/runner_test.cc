@@ -597,7 +597,8 @@ TEST(Runner, AnOldPortThatDeclaresNothingGetsNoFailure) {
     const bool registered = positional || policy == "h2o" || policy == "tova" ||
                             policy == "snapkv" || policy == "random" ||
                             policy == "openvino" || policy == "knorm" ||
-                            policy == "keydiff" || policy == "lagkv";
+                            policy == "keydiff" || policy == "lagkv" ||
+                            policy == "simlayerkv";
     const bool only_decode =
         c.vector->features_size() == 1 && c.vector->features(0) == "decode";
     if (registered && !positional) {

@@ -44,7 +44,7 @@ sources=(
   cc/policies/full.cc cc/policies/window.cc cc/policies/streamingllm.cc
   cc/policies/h2o.cc cc/policies/tova.cc cc/policies/snapkv.cc
   cc/policies/random.cc cc/policies/openvino.cc cc/policies/knorm.cc
-  cc/policies/keydiff.cc cc/policies/lagkv.cc
+  cc/policies/keydiff.cc cc/policies/lagkv.cc cc/policies/simlayerkv.cc
   tools/vectors/flags.cc tools/vectors/features.cc tools/vectors/bounds.cc
   tools/vectors/case_builder.cc tools/vectors/cases.cc tools/vectors/cases_audit.cc
   tools/vectors/cases_decode.cc tools/vectors/cases_heads.cc tools/vectors/cases_prefill.cc
@@ -52,6 +52,7 @@ sources=(
   tools/vectors/cases_triggers.cc
   tools/vectors/cases_blocks.cc tools/vectors/cases_openvino.cc tools/vectors/cases_knorm.cc
   tools/vectors/cases_keydiff.cc tools/vectors/cases_lagkv.cc tools/vectors/cases_pyramidkv.cc
+  tools/vectors/cases_simlayerkv.cc
   tools/vectors/combination_cases.cc tools/vectors/case_id.cc tools/vectors/generate.cc
   tools/vectors/markdown_block.cc tools/vectors/regen_vectors.cc tools/files/files.cc
   "$work/spec/kvspec.pb.cc"

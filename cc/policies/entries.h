@@ -65,6 +65,7 @@ const PolicyEntry& OpenVinoEntry();
 const PolicyEntry& KnormEntry();
 const PolicyEntry& KeyDiffEntry();
 const PolicyEntry& LagKvEntry();
+const PolicyEntry& SimLayerKvEntry();
 
 }  // namespace policies
 }  // namespace kvspec

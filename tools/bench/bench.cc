@@ -114,7 +114,9 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Owned(
     const Figures& figures, const std::string& root) {
   std::vector<std::pair<std::string, std::string>> files;
   for (const PolicyInfo& info : RegisteredPolicies()) {
-    if (ReadsKeys(info.name)) continue;  // a trace has no keys (tensors.md)
+    // A trace has no keys and no query rows: a policy reading keys, or
+    // deciding at prefill steps only without a budget (simlayerkv), is not run.
+    if (ReadsKeys(info.name) || !(info.name == "full" || TakesParameter(info.name, "budget"))) continue;
     const std::string path = root + "/" + info.card;
     absl::StatusOr<std::string> card = ReadFile(path);
     if (!card.ok()) return card.status();
@@ -423,7 +425,9 @@ int Main(const std::string& program) {
     }
     for (const PolicyInfo& info : RegisteredPolicies()) {
       if (info.name == "full") continue;  // unbounded: it grows by design
-      if (ReadsKeys(info.name)) continue;  // a trace has no keys
+      // A trace has no keys and no query rows: a policy reading keys, or
+      // deciding at prefill steps only, without a budget (simlayerkv), is not run.
+      if (ReadsKeys(info.name) || !(info.name == "full" || TakesParameter(info.name, "budget"))) continue;
       for (uint32_t steps : lengths) {
         std::fprintf(stderr, "scale: %s, budget %u, %u steps\n",
                      info.name.c_str(), absl::GetFlag(FLAGS_stream_budget),

@@ -18,7 +18,9 @@ namespace {
 std::vector<std::string> BoundedPolicies() {
   std::vector<std::string> names;
   for (const PolicyInfo& info : RegisteredPolicies()) {
-    if (ReadsKeys(info.name)) continue;  // the canonical trace has no keys
+    // A trace has no keys and no query rows: a policy reading keys, or
+    // deciding at prefill steps only, without a budget (simlayerkv), is not run.
+    if (ReadsKeys(info.name) || !(info.name == "full" || TakesParameter(info.name, "budget"))) continue;
     for (const ParameterInfo& p : info.parameters) {
       if (p.name == "budget") names.push_back(info.name);
     }
@@ -436,7 +438,9 @@ std::string MassPlotSvg(const Figures& figures) {
   size_t colour = 0;
   double legend_y = top + 10;
   for (const PolicyInfo& info : RegisteredPolicies()) {
-    if (ReadsKeys(info.name)) continue;  // the canonical trace has no keys
+    // A trace has no keys and no query rows: a policy reading keys, or
+    // deciding at prefill steps only, without a budget (simlayerkv), is not run.
+    if (ReadsKeys(info.name) || !(info.name == "full" || TakesParameter(info.name, "budget"))) continue;
     const char* c = kColors[colour++ % (sizeof(kColors) / sizeof(kColors[0]))];
     std::string points;
     std::vector<std::string> values;
@@ -472,7 +476,7 @@ std::string MemoryPlotSvg(const Figures& figures) {
   // The policies the canonical trace runs: not those reading keys.
   std::vector<PolicyInfo> policies;
   for (const PolicyInfo& info : RegisteredPolicies()) {
-    if (!ReadsKeys(info.name)) policies.push_back(info);
+    if (!(ReadsKeys(info.name) || !(info.name == "full" || TakesParameter(info.name, "budget")))) policies.push_back(info);
   }
   const int width = 640, height = 400;
   const double left = 70, right = 620, top = 60, bottom = 340;

@@ -154,7 +154,9 @@ absl::StatusOr<std::vector<HeadsRun>> MeasureHeads(const HeadsConfig& c,
   std::vector<std::pair<PolicyConfig, std::string>> plan;
   const int64_t budget = c.budget;
   for (const PolicyInfo& info : RegisteredPolicies()) {
-    if (ReadsKeys(info.name)) continue;  // the trace has no keys
+    // A trace has no keys and no query rows: a policy reading keys, or
+    // deciding at prefill steps only, without a budget (simlayerkv), is not run.
+    if (ReadsKeys(info.name) || !(info.name == "full" || TakesParameter(info.name, "budget"))) continue;
     std::vector<Parameter> parameters;
     for (const ParameterInfo& p : info.parameters) {
       if (p.name == "budget") parameters.push_back({"budget", budget});

@@ -20,7 +20,7 @@ const char* const kFamilies[] = {"full/",   "window/", "streamingllm/", "h2o/",
                                  "tova/",   "snapkv/", "random/",       "harness/",
                                  "prefill/", "search/", "triggers/", "blocks/",
                                  "openvino/", "knorm/", "tensors/", "keydiff/",
-                                 "lagkv/"};
+                                 "lagkv/", "simlayerkv/"};
 
 // The backticked tokens of `text` that are case IDs.
 std::vector<std::string> CaseIds(absl::string_view text) {

@@ -233,6 +233,27 @@ std::optional<bool> DecidesHeadsPrefillSpans(const std::string& flag,
   if (flag == "preset.kvcache-factory-pyramidkv") {
     return RunsPreset(c, "kvcache-factory-pyramidkv");
   }
+  // spec/policies/simlayerkv.md: never lazy, the threshold's last ppm, and
+  // one position fewer in the first region.
+  if (flag == "simlayerkv.lazy") {
+    return c.expected.refusal.ok() &&
+           EffectiveParameter(c.config, "lazy_threshold_ppm") != 1000000 &&
+           DiffersWith(c, WithParameter(c.config, "lazy_threshold_ppm", 1000000));
+  }
+  if (flag == "simlayerkv.threshold-strict") {
+    const int64_t threshold = EffectiveParameter(c.config, "lazy_threshold_ppm");
+    return c.expected.refusal.ok() && threshold >= 1 &&
+           DiffersWith(c, WithParameter(c.config, "lazy_threshold_ppm", threshold - 1));
+  }
+  if (flag == "simlayerkv.short") {
+    if (!c.expected.refusal.ok()) return false;
+    for (const StepRecord& step : c.expected.steps) {
+      if (!step.victims.empty()) return false;
+    }
+    const int64_t n_initial = EffectiveParameter(c.config, "n_initial");
+    return n_initial >= 1 &&
+           DiffersWith(c, WithParameter(c.config, "n_initial", n_initial - 1));
+  }
   // spec/policies/pyramidkv.md: the mode off, or a neighbouring layer.
   if (flag == "prefill.pyramid") {
     return c.expected.refusal.ok() &&

@@ -127,6 +127,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       // spec/policies/lagkv.md: partitions of 2 judged from keys and
       // values (refused without values, or with head_dim 1).
       {"lagkv", {{"budget", 3}, {"sinks", 1}, {"lag", 2}, {"granularity", granularity}}},
+      // spec/policies/simlayerkv.md: every head's query rows, judged at
+      // threshold 0 whenever the cache is longer than 1 + 2 + 1.
+      {"simlayerkv",
+       {{"n_initial", 1}, {"n_recent", 2}, {"n_last", 1}, {"lazy_threshold_ppm", 0}}},
   };
   kvspec::RunOptions options;
   options.record_cut = true;

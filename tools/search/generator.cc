@@ -329,6 +329,28 @@ void AddPyramid(Draw& p, PolicyConfig& config) {
   if (Value(*info, config, "block").value_or(1) > 1) Set(config, "block", 1);
 }
 
+// spec/policies/simlayerkv.md (0.20.0): small regions, so that a prefill
+// step of a few positions is judged, and thresholds from never (1.0) to
+// always (0); n_last not below n_recent now and then (refused: rule n_last
+// n_recent), the threshold left at its default (never lazy) now and then.
+PolicyConfig SimLayerConfig(Draw& s) {
+  PolicyConfig config;
+  config.name = "simlayerkv";
+  const int64_t n_recent = 2 + static_cast<int64_t>(s.U(6));
+  int64_t n_last = 1 + static_cast<int64_t>(s.U(std::min<int64_t>(3, n_recent - 1)));
+  if (s.P(2)) n_last = n_recent;
+  config.parameters.push_back({"n_initial", static_cast<int64_t>(s.U(4))});
+  config.parameters.push_back({"n_recent", n_recent});
+  config.parameters.push_back({"n_last", n_last});
+  if (!s.P(10)) {
+    config.parameters.push_back(
+        {"lazy_threshold_ppm",
+         s.Pick<int64_t>({0, 0, 100000, 250000, 500000, 750000, 1000000,
+                          static_cast<int64_t>(s.U(1000001))})});
+  }
+  return config;
+}
+
 PolicyConfig MakePolicyConfig(Draw& d, const std::string& name, const Plan& plan) {
   PolicyConfig config;
   config.name = name;
@@ -533,6 +555,9 @@ SearchCase GenerateCase(uint64_t seed, uint64_t index) {
   // draw it is what it was.
   Draw py(Mix64(Mix64(seed ^ 0x7079726d6964ULL) ^ index));  // "pyrmid"
   AddPyramid(py, c.policy);
+  // simlayerkv (0.20.0), from a stream of its own again.
+  Draw sl(Mix64(Mix64(seed ^ 0x73696d6c6179ULL) ^ index));  // "simlay"
+  if (!knorm && !lagkv && sl.P(15)) c.policy = SimLayerConfig(sl);
 
   // A trace has no keys: a knorm case is given one rarely (refused).
   if (d.P(6) && (knorm ? k.P(10) : !lagkv || v.P(10))) {

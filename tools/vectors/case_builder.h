@@ -129,6 +129,8 @@ void AddLagKvScenarios(SuiteBuilder& b);     // cases_lagkv.cc
 void AddLagKvCases(SuiteBuilder& b);         // cases_lagkv.cc
 void AddPyramidScenarios(SuiteBuilder& b);   // cases_pyramidkv.cc
 void AddPyramidCases(SuiteBuilder& b);       // cases_pyramidkv.cc
+void AddSimLayerKvScenarios(SuiteBuilder& b);  // cases_simlayerkv.cc
+void AddSimLayerKvCases(SuiteBuilder& b);      // cases_simlayerkv.cc
 void AddForeignParameterCases(SuiteBuilder& b);  // cases.cc
 
 }  // namespace build

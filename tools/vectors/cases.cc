@@ -91,6 +91,8 @@ Suite BuildSuite() {
   AddLagKvCases(builder);
   AddPyramidScenarios(builder);
   AddPyramidCases(builder);
+  AddSimLayerKvScenarios(builder);
+  AddSimLayerKvCases(builder);
   AddForeignParameterCases(builder);
   for (CombinationCase& c : CombinationCases()) {  // combination_cases.h
     builder.Add(std::move(c.scenario));

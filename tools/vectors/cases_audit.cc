@@ -247,6 +247,13 @@ void AddAuditCases(SuiteBuilder& b) {
                           : p.name == "obs_window"  ? 2
                           : p.name == "pool_kernel" ? 3
                                                     : 1;
+          // simlayerkv.md#parameters: n_last below n_recent, so n_recent
+          // is 2, and the top n_recent where n_last is at its top.
+          if (info.name == "simlayerkv" && p.name == "n_recent") {
+            value = parameter.name == "n_last" && bound.value >= parameter.max
+                        ? kTopBudget
+                        : 2;
+          }
           if (p.name == parameter.name) value = bound.value;
           if (p.name == "budget" && parameter.max == kTopBudget - 1 &&
               bound.value >= parameter.max) {

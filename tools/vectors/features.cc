@@ -108,6 +108,10 @@ const std::vector<ParameterInfo>& Parameters() {
       {"pyramid_beta", "pyramid", "0.19.0"},
       {"layer", "pyramid", "0.19.0"},
       {"layers", "pyramid", "0.19.0"},
+      {"n_initial", "prefill", "0.20.0"},
+      {"n_recent", "prefill", "0.20.0"},
+      {"n_last", "prefill", "0.20.0"},
+      {"lazy_threshold_ppm", "prefill", "0.20.0"},
   };
   return *parameters;
 }
@@ -128,6 +132,7 @@ std::string PolicySince(const std::string& policy) {
   if (policy == "knorm") return "0.16.0";
   if (policy == "keydiff") return "0.17.0";
   if (policy == "lagkv") return "0.18.0";
+  if (policy == "simlayerkv") return "0.20.0";
   return "0.1.0";
 }
 

@@ -244,7 +244,7 @@ const std::vector<FlagInfo>& Flags() {
       {"preset.kvpress-0.5.5", "prefill.md#presets",
        "the case runs a kvpress 0.5.5 preset (a label: it gives every "
        "parameter the preset sets); tools/kvpress/check.sh runs kvpress on it",
-       {"streamingllm", "h2o", "tova", "snapkv"},
+       {"streamingllm", "h2o", "tova", "snapkv", "simlayerkv"},
        "0.6.0"},
       {"preset.kvpress-0.5.5-decoding", "triggers.md#interval",
        "the case runs tova's kvpress-0.5.5-decoding preset (a label: it "
@@ -278,6 +278,22 @@ const std::vector<FlagInfo>& Flags() {
        "the case runs KVCache-Factory's PyramidKV preset (a label)",
        {"snapkv"},
        "0.19.0"},
+      {"simlayerkv.lazy", "policies/simlayerkv.md#how-it-works",
+       "a prefill step judges the layer lazy: lazy_threshold_ppm 1000000 "
+       "(never lazy) would change the victims",
+       {"simlayerkv"},
+       "0.20.0"},
+      {"simlayerkv.threshold-strict", "policies/simlayerkv.md#how-it-works",
+       "a score at or within 10^-6 below the threshold: lazy_threshold_ppm "
+       "one less would change the victims (the comparison is strict)",
+       {"simlayerkv"},
+       "0.20.0"},
+      {"simlayerkv.short", "policies/simlayerkv.md#how-it-works",
+       "the short-cache rule decides: nothing goes, and n_initial one less "
+       "would make a prefill step long enough to be judged and change the "
+       "victims",
+       {"simlayerkv"},
+       "0.20.0"},
       {"order.query-shape-before-weights", "prefill.md#checks",
        "query rows of the wrong shape beside a bad weight: ATTENTION_LENGTH",
        {},
@@ -460,7 +476,7 @@ const std::vector<FlagInfo>& Flags() {
       {"defaults.decides", "vectors.md#bounds",
        "parameters left out take their defaults; another value of each would "
        "change the victims",
-       {"h2o", "tova", "snapkv", "random"},
+       {"h2o", "tova", "snapkv", "random", "simlayerkv"},
        "0.1.0"},
       {"defaults", "harness.md#budget",
        "the policy runs at its card's defaults",

@@ -449,6 +449,43 @@ def _():
     pyramid.factory_budget = factory_budget
 
 
+# SimLayerKV (spec/policies/simlayerkv.md, spec 0.20.0): one layer's
+# lazy-or-not decision at a prefill step.
+
+def _simlayerkv_evict(lazy, kept_recent):
+    """SimLayerKvPolicy.evict_prefill with the comparison (lazy(score,
+    threshold)) or the kept recent region's length (kept_recent(n_recent,
+    n_last)) changed."""
+    from kvspec_port.policies import simlayerkv
+
+    def evict_prefill(self, per_head):
+        p = self.params
+        n_initial, n_recent, n_last = p["n_initial"], p["n_recent"], p["n_last"]
+        n = len(self.kept)
+        if p["lazy_threshold_ppm"] == simlayerkv.PPM or n <= n_initial + n_recent + n_last:
+            return []
+        score = simlayerkv.lazy_score(n, n_initial, n_recent, n_last, per_head)
+        if not lazy(score, p["lazy_threshold_ppm"] / 1000000.0):
+            return []
+        end = n - kept_recent(n_recent, n_last)
+        victims = self.kept[n_initial:end]
+        del self.kept[n_initial:end]
+        return victims
+    simlayerkv.SimLayerKvPolicy.evict_prefill = evict_prefill
+
+
+@mutant("simlayerkv-greater-equal", "simlayerkv",
+        "policies/simlayerkv.md#tie-breaking: lazy when the score equals the threshold (>=, not >)")
+def _():
+    _simlayerkv_evict(lambda score, threshold: score >= threshold, lambda n_recent, n_last: n_recent - n_last)
+
+
+@mutant("simlayerkv-keeps-n-recent", "simlayerkv",
+        "policies/simlayerkv.md#how-it-works: a lazy layer keeps the last n_recent positions, not n_recent - n_last")
+def _():
+    _simlayerkv_evict(lambda score, threshold: score > threshold, lambda n_recent, n_last: n_recent)
+
+
 def main():
     if sys.argv[1:] == ["--list"]:
         for name, (policies, rule, _) in MUTANTS.items():

@@ -68,8 +68,9 @@ def cards(scores, figures):
 # -- The registry, the parameters and their rules (knorm's) ---------------------
 
 def test_registered_right_after_knorm():
-    # spec/README.md#policies: keydiff (0.17.0), then lagkv (0.18.0).
-    assert list(REGISTRY)[-4:] == ["openvino", "knorm", "keydiff", "lagkv"]
+    # spec/README.md#policies: keydiff (0.17.0), then lagkv (0.18.0), then
+    # simlayerkv (0.20.0).
+    assert list(REGISTRY)[-5:] == ["openvino", "knorm", "keydiff", "lagkv", "simlayerkv"]
     assert REGISTRY["keydiff"] is KeyDiffPolicy
     # Reads keys, no attention (spec/tensors.md#policies-that-read-keys).
     assert KeyDiffPolicy.READS_KEYS and not KeyDiffPolicy.READS_ATTENTION

@@ -53,10 +53,10 @@ def positive_zero(x):
 # -- The registry, the parameters and their rules -----------------------------
 
 def test_registered_after_openvino_with_the_feature():
-    # keydiff (spec 0.17.0) and lagkv (0.18.0) after it
+    # keydiff (spec 0.17.0), lagkv (0.18.0) and simlayerkv (0.20.0) after it
     # (spec/README.md#policies); `values` (0.18.0) after `tensors`, then
     # `pyramid` (0.19.0).
-    assert list(REGISTRY)[-4:] == ["openvino", "knorm", "keydiff", "lagkv"]
+    assert list(REGISTRY)[-5:] == ["openvino", "knorm", "keydiff", "lagkv", "simlayerkv"]
     assert FEATURES[-3:] == ("tensors", "values", "pyramid")
 
 

@@ -81,9 +81,10 @@ VALUES = [(9, 9), (0.5, 0.5), (0.5, 0.5), (0, 0), (1, 1)]
 # -- The registry, the parameters and their rules -----------------------------------
 
 def test_registered_after_keydiff_with_the_feature():
-    # spec/README.md#policies: lagkv (0.18.0) after keydiff; the feature
-    # `values` (0.18.0) in spec/features.md#the-list, before `pyramid` (0.19.0).
-    assert list(REGISTRY)[-3:] == ["knorm", "keydiff", "lagkv"]
+    # spec/README.md#policies: lagkv (0.18.0) after keydiff, simlayerkv
+    # (0.20.0) after it; the feature `values` (0.18.0) in
+    # spec/features.md#the-list, before `pyramid` (0.19.0).
+    assert list(REGISTRY)[-4:] == ["knorm", "keydiff", "lagkv", "simlayerkv"]
     assert REGISTRY["lagkv"] is LagKvPolicy
     assert FEATURES[-2:] == ("values", "pyramid")
     # Reads keys and values, no attention; d and e at least 2.

@@ -222,10 +222,10 @@ def test_four_zeroed_two_to_evict_example():
 # -- Parameters and rules -------------------------------------------------------
 
 def test_registered_after_random():
-    # knorm (spec 0.16.0), keydiff (0.17.0) and lagkv (0.18.0) after it
-    # (spec/README.md#policies).
+    # knorm (spec 0.16.0), keydiff (0.17.0), lagkv (0.18.0) and simlayerkv
+    # (0.20.0) after it (spec/README.md#policies).
     assert list(REGISTRY) == ["full", "window", "streamingllm", "h2o", "tova", "snapkv", "random", "openvino",
-                              "knorm", "keydiff", "lagkv"]
+                              "knorm", "keydiff", "lagkv", "simlayerkv"]
 
 
 def test_parameters_and_defaults():

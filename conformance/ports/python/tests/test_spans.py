@@ -393,7 +393,7 @@ def test_wire_fields():
 
 
 def test_hello_declares_spans():
-    assert SPEC_VERSION == "0.19.0"
+    assert SPEC_VERSION == "0.20.0"
     assert "spans" in FEATURES
     # contextshift (0.9.0) right after spans, then totals (0.10.0),
     # triggers (0.12.0), blocks (0.13.0), tensors (0.16.0), values

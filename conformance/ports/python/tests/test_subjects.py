@@ -27,8 +27,8 @@ def refused(log):
 
 
 def test_version():
-    assert SPEC_VERSION == "0.19.0"
-    assert hello_reply().hello.spec_version == "0.19.0"
+    assert SPEC_VERSION == "0.20.0"
+    assert hello_reply().hello.spec_version == "0.20.0"
 
 
 # -- Configuration: one parameter, budget, refused four ways ------------------

@@ -42,7 +42,7 @@ def test_conversation():
     assert replies[0].hello.protocol_version == 1
     assert list(replies[0].hello.policies) == [
         "full", "window", "streamingllm", "h2o", "tova", "snapkv", "random", "openvino", "knorm", "keydiff",
-        "lagkv",
+        "lagkv", "simlayerkv",
     ]
     log = replies[1].response.log
     assert replies[1].response.seq == 1

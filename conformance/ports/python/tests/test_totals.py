@@ -68,9 +68,10 @@ DECOY = [[0.0, 0.0, 1.0]]
 # -- The version and the hello (spec/features.md#the-list) --------------------
 
 def test_version_and_feature():
-    assert SPEC_VERSION == "0.19.0"
+    assert SPEC_VERSION == "0.20.0"
     # triggers: spec 0.12.0; blocks: spec 0.13.0; tensors: spec 0.16.0;
-    # values: spec 0.18.0; pyramid: spec 0.19.0.
+    # values: spec 0.18.0; pyramid: spec 0.19.0; 0.20.0 (simlayerkv) adds
+    # none.
     assert FEATURES[-6:] == ("totals", "triggers", "blocks", "tensors", "values", "pyramid")
     assert list(hello_reply().hello.features)[-7:] == ["contextshift", "totals", "triggers", "blocks", "tensors",
                                                        "values", "pyramid"]
@@ -297,7 +298,7 @@ ROWS2 = [[0.5, 0.5]]  # a prefill of 2, the last query's row
     ([prefill(2, ROWS2, [[0.5, 0.5]], 2), (0, None)], ("POSITION", 1)),
 ])
 @pytest.mark.parametrize("name", ["h2o", "tova", "snapkv", "window", "streamingllm", "full", "random",
-                                  "openvino"])
+                                  "openvino", "simlayerkv"])
 def test_refusals(name, steps, expected):
     assert category(run(name, [], steps)) == expected
 

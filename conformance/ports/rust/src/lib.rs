@@ -1,4 +1,4 @@
-//! kvspec-port: a Rust port of kvspec (spec version 0.19.0), written from the
+//! kvspec-port: a Rust port of kvspec (spec version 0.20.0), written from the
 //! documents in `spec/` alone.
 //!
 //! - [`rng`]: xoshiro256** seeded by SplitMix64 (spec/rng.md)
@@ -51,7 +51,7 @@ pub mod pb {
 }
 
 /// The spec version this port implements (spec/README.md).
-pub const SPEC_VERSION: &str = "0.19.0";
+pub const SPEC_VERSION: &str = "0.20.0";
 /// The features this port implements: all of spec/features.md#the-list.
 pub const FEATURES: &[&str] = &["decode", "trace", "heads", "trace-heads", "adaptive", "prefill", "spans", "contextshift", "totals", "triggers", "blocks", "tensors", "values", "pyramid"];
 /// The conformance protocol version (spec/protocol.md#versions).

@@ -442,13 +442,27 @@ mod tests {
     fn hello_lists_every_policy_in_registry_order() {
         // spec/README.md#policies; spec 0.14.0 adds `openvino`, after
         // `random`; spec 0.16.0 `knorm`, after `openvino`; spec 0.17.0
-        // `keydiff`, after `knorm`; spec 0.18.0 `lagkv`, after `keydiff`.
+        // `keydiff`, after `knorm`; spec 0.18.0 `lagkv`, after `keydiff`;
+        // spec 0.20.0 `simlayerkv`, after `lagkv`.
         let hello = hello_reply();
-        assert_eq!(hello.spec_version, "0.19.0");
+        assert_eq!(hello.spec_version, "0.20.0");
         assert_eq!(
             hello.policies,
-            ["full", "window", "streamingllm", "h2o", "tova", "snapkv", "random", "openvino", "knorm", "keydiff", "lagkv"]
-                .map(String::from)
+            [
+                "full",
+                "window",
+                "streamingllm",
+                "h2o",
+                "tova",
+                "snapkv",
+                "random",
+                "openvino",
+                "knorm",
+                "keydiff",
+                "lagkv",
+                "simlayerkv"
+            ]
+            .map(String::from)
         );
     }
 
@@ -457,7 +471,7 @@ mod tests {
         // spec/spans.md#the-log: with spans 1 each step carries its spans
         // and held set whatever want_cut; the hello declares the feature.
         assert!(hello_reply().features.iter().any(|f| f == "spans"));
-        assert_eq!(hello_reply().spec_version, "0.19.0");
+        assert_eq!(hello_reply().spec_version, "0.20.0");
         // spec 0.9.0: "contextshift" right after "spans"; spec 0.10.0:
         // "totals" after it; spec 0.12.0: "triggers"; spec 0.13.0:
         // "blocks"; spec 0.16.0: "tensors"; spec 0.18.0: "values"; spec

@@ -3,11 +3,12 @@
 //! has. Above `policies`, so that `policies/mod.rs` holds only what its
 //! policies share and imports none of them.
 use crate::error::{Category, Check, Refusal, Result, Subject};
-use crate::policies::{full, h2o, keydiff, knorm, lagkv, openvino, random, snapkv, streamingllm, tova, window, Policy};
+use crate::policies::{full, h2o, keydiff, knorm, lagkv, openvino, random, simlayerkv, snapkv, streamingllm, tova, window, Policy};
 
 /// Registry order (spec/README.md#policies).
-pub const REGISTRY: [&str; 11] =
-    ["full", "window", "streamingllm", "h2o", "tova", "snapkv", "random", "openvino", "knorm", "keydiff", "lagkv"];
+pub const REGISTRY: [&str; 12] = [
+    "full", "window", "streamingllm", "h2o", "tova", "snapkv", "random", "openvino", "knorm", "keydiff", "lagkv", "simlayerkv",
+];
 
 /// Build a policy from its registry name, parameters and Rng seed
 /// (spec/harness.md#configuration). Check 1: the name is registered.
@@ -24,6 +25,7 @@ pub fn build(name: &str, params: &[(String, i64)], seed: u64) -> Result<Box<dyn 
         "knorm" => Ok(Box::new(knorm::Knorm::configure(params)?)),
         "keydiff" => Ok(Box::new(keydiff::KeyDiff::configure(params)?)),
         "lagkv" => Ok(Box::new(lagkv::LagKv::configure(params)?)),
+        "simlayerkv" => Ok(Box::new(simlayerkv::SimLayerKv::configure(params)?)),
         _ => Err(Refusal::new(
             Category::UnknownPolicy,
             Subject::new(Check::Unknown, &["name"]),

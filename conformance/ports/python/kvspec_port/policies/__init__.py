@@ -12,6 +12,7 @@ from .openvino import OpenVinoPolicy
 from .knorm import KnormPolicy
 from .keydiff import KeyDiffPolicy
 from .lagkv import LagKvPolicy
+from .simlayerkv import SimLayerKvPolicy
 
 REGISTRY = {
     cls.NAME: cls
@@ -27,6 +28,7 @@ REGISTRY = {
         KnormPolicy,
         KeyDiffPolicy,
         LagKvPolicy,
+        SimLayerKvPolicy,
     )
 }
 
@@ -34,7 +36,9 @@ REGISTRY = {
 # h2o and tova read their weights in it and keep their scores in it. knorm's,
 # keydiff's and lagkv's scores come from keys (and values), never from
 # weights: none is wrapped, each computes in binary64 in every build (a build
-# of lower precision lists none of them).
+# of lower precision lists none of them). Nor is simlayerkv (spec 0.20.0): it
+# reads weights but ranks nothing, and its one score, summed in binary64,
+# decides the whole layer; a build of lower precision does not list it.
 from .. import precision as _precision  # noqa: E402
 
 if _precision.LOWER:

@@ -75,15 +75,17 @@ impl KeptSet {
 
     /// Is the set handed its heads' rows and query rows? A policy that
     /// reads keys reads no attention (spec/tensors.md#policies-that-read-keys).
+    /// `simlayerkv` reads query rows (every head's) and ranks nothing.
     pub(super) fn reads_attention(&self) -> bool {
-        self.ranks_by_scores() && !self.states[0].reads_keys()
+        let policy = &self.states[0];
+        (policy.head_options().is_some() || policy.reads_every_head()) && !policy.reads_keys()
     }
 
     /// Is the set score-based, ranking its heads' combined `scores`
-    /// (`h2o`, `tova`, `snapkv`, `openvino`, `knorm`, `keydiff`)? The others choose
+    /// (`h2o`, `tova`, `snapkv`, `openvino`, `knorm`, `keydiff`, `lagkv`)? The others choose
     /// their victims (`Policy::choose_victims`, `Policy::choose_blocks`).
     pub(super) fn ranks_by_scores(&self) -> bool {
-        self.states[0].head_options().is_some() || self.states[0].reads_every_head()
+        self.states[0].ranks_by_scores()
     }
 
     /// Does the set read keys (spec/tensors.md#policies-that-read-keys)?

@@ -31,6 +31,9 @@ pub mod pyramid;
 #[cfg(test)]
 mod pyramid_tests;
 pub mod random;
+pub mod simlayerkv;
+#[cfg(test)]
+mod simlayerkv_tests;
 pub mod snapkv;
 pub mod streamingllm;
 pub mod tova;
@@ -151,6 +154,14 @@ pub trait Policy {
     /// (`head_options`), one that does not is handed nothing.
     fn reads_every_head(&self) -> bool {
         false
+    }
+    /// Whether a kept set ranks the policy's `scores` (score-based: the
+    /// policies that read attention, keys or every head) or asks it for
+    /// its victims (`choose_victims`, `choose_blocks`: the positional
+    /// policies and `random`). `simlayerkv` (spec/policies/simlayerkv.md)
+    /// reads every head's query rows and ranks nothing.
+    fn ranks_by_scores(&self) -> bool {
+        self.head_options().is_some() || self.reads_every_head()
     }
     /// Called once a step, after the step's admissions and every record
     /// (a decode step's rows come before admission, a prefill step's query
