@@ -76,6 +76,13 @@ void AddSimLayerKvScenarios(SuiteBuilder& b) {
   b.Add(TracePrompt("slk-trace-1100", 1100, 1, 2, 4, 2, 12));
   // Every weight 1.0 over 1,100 positions: a score of 4 + 1024, above 1.0.
   b.Add(Explicit("slk-heavy-1100", {QueryRows(1100, {Row(1100, 1.0f)})}));
+  // A generated trace of one head: decode steps only (no query rows).
+  {
+    TraceConfig trace;
+    trace.seed = 5;
+    trace.steps = 12;
+    b.Add(Traced("slk-generated", trace));
+  }
   // A malformed query row: query 5's row with 5 weights.
   b.Add(Explicit("slk-short-row", {QueryRows(6, {Row{0.25f, 0.25f, 0.25f,
                                                      0.125f, 0.125f}})}));
@@ -213,6 +220,11 @@ void AddSimLayerKvCases(SuiteBuilder& b) {
          "left out, threshold 0.85 on the 1,100-position trace prompt: lazy, "
          "positions 4 .. 76 go, 4 + 1023 stay (each default decides the kept set)",
          P("simlayerkv", {{"lazy_threshold_ppm", 850000}}), "slk-trace-1100");
+  b.Case("simlayerkv/trace/generated-never-evicts", {},
+         "simlayerkv.md#how-it-works: a generated trace of one head has no "
+         "query rows: every step is a decode step and nothing goes, even at "
+         "threshold 0 (a gap the Python port's mutation run found)",
+         Sim(1, 2, 1, 0), "slk-generated");
   const std::vector<std::string> refused = {"refusal.invalid-parameter"};
   b.Case("simlayerkv/refusal/last-not-below-recent", refused,
          "simlayerkv.md#parameters: n_last 2, n_recent 2: rule n_last "
