@@ -135,6 +135,10 @@ extra+=("$(grep -E '^kvpress-decoding-model-selftest: [0-9]+ passed, [0-9]+ fail
 [[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-decoding-model-selftest: 0 passed, 1 failed (no closing line)'
 extra+=("$(grep -E '^kvpress-decoding-model: [0-9]+ passed, [0-9]+ failed' "$kvpress" | tail -1 || true)")
 [[ -n "${extra[-1]}" ]] || extra[-1]='kvpress-decoding-model: 0 passed, 1 failed (no closing line)'
+for name in kvpress-simlayerkv-vectors kvpress-simlayerkv-selftest kvpress-simlayerkv-model kvpress-simlayerkv-smollm2; do
+  extra+=("$(grep -E "^$name: [0-9]+ passed, [0-9]+ failed" "$kvpress" | tail -1 || true)")
+  [[ -n "${extra[-1]}" ]] || extra[-1]="$name: 0 passed, 1 failed (no closing line)"
+done
 for name in python-api-vectors python-api; do
   extra+=("$(grep -E "^$name: [0-9]+ passed, [0-9]+ failed" "$python_api" | tail -1 || true)")
   [[ -n "${extra[-1]}" ]] || extra[-1]="$name: 0 passed, 1 failed (no closing line)"

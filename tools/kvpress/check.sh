@@ -31,8 +31,12 @@
 # "kvpress-model-<dtype>: ..." (each dtype),
 # "kvpress-model-planted: ...", "kvpress-decoding-selftest: ...",
 # "kvpress-decoding: ...", "kvpress-decoding-model-selftest: ..." and
-# "kvpress-decoding-model: ..." for tools/test_summary.py; exits non-zero on
-# any failure.
+# "kvpress-decoding-model: ..." for tools/test_summary.py; and, since spec
+# 0.20.0, SimLayerKVPress (not a ScorerPress: tools/kvpress/simlayerkv_check.py)
+# on its vectors and inside the tiny model and SmolLM2, printing
+# "kvpress-simlayerkv-vectors: ...", "kvpress-simlayerkv-selftest: ...",
+# "kvpress-simlayerkv-model: ..." and "kvpress-simlayerkv-smollm2: ...";
+# exits non-zero on any failure.
 #
 #   tools/kvpress/check.sh [--check|--write|--table]   (default --check)
 set -uo pipefail
@@ -53,6 +57,9 @@ if [[ ! -x "$python" ]]; then
     echo "kvpress-decoding: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh --tests)"
     echo "kvpress-decoding-model-selftest: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh --tests)"
     echo "kvpress-decoding-model: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh --tests)"
+    for name in vectors selftest model smollm2; do
+      echo "kvpress-simlayerkv-$name: 0 passed, 1 failed (no tools/.venv-torch: run tools/setup.sh --tests)"
+    done
   fi
   exit 1
 fi
@@ -94,6 +101,14 @@ if [[ "$mode" == --check ]]; then
   [[ $missed -eq 0 ]] || status=1
 fi
 # kvpress's DecodingPress (spec/triggers.md) on the vectors of its preset.
+if [[ "$mode" == --check ]]; then
+  # SimLayerKVPress (not a ScorerPress): on its vectors, model-free, then
+  # inside the tiny model and SmolLM2 (about a minute in all).
+  "$python" tools/kvpress/simlayerkv_check.py --vectors || status=1
+  "$python" tools/kvpress/simlayerkv_check.py --selftest || status=1
+  "$python" tools/kvpress/simlayerkv_check.py || status=1
+  "$python" tools/kvpress/simlayerkv_check.py --model smollm2 || status=1
+fi
 if [[ "$mode" != --table ]]; then
   if [[ "$mode" == --check ]]; then
     "$python" tools/kvpress/decoding_check.py --selftest || status=1

@@ -111,8 +111,7 @@ PRESS_NAMES = {"h2o": "ObservedAttentionPress", "tova": "TOVAPress",
                "snapkv": "SnapKVPress", "streamingllm": "StreamingLLMPress",
                "knorm": "KnormPress", "keydiff": "KeyDiffPress",
                "lagkv": "LagKVPress", "pyramidkv": "PyramidKVPress",
-               "pyramidkv-w8": "PyramidKVPress(window_size=8, beta=4)",
-               "simlayerkv": "SimLayerKVPress"}
+               "pyramidkv-w8": "PyramidKVPress(window_size=8, beta=4)"}
 # Cases run: the kvpress preset of each policy, and PyramidKVPress's
 # (snapkv with pyramid 1, spec/policies/pyramidkv.md, since 0.19.0).
 PYRAMID_FLAG = "preset.kvpress-0.5.5-pyramidkv"
@@ -468,82 +467,7 @@ def rule_scores(policy, params, length, m):
     return known
 
 
-SIMLAYERKV_DEFAULTS = {"n_initial": 4, "n_recent": 1024, "n_last": 1,
-                      "lazy_threshold_ppm": 1000000}
-
-
-def check_simlayerkv(case, scenarios):
-    """spec/policies/simlayerkv.md: SimLayerKVPress.compress on step 0, with
-    SnapKVPress.compute_window_attention (which computes the last n_last
-    queries' attention from the hidden states) replaced by the carried query
-    rows on the first L - n_last keys, as it returns them. The press's
-    decision and slices are its own; one spec set, compared with every KV
-    head's kept positions."""
-    import torch
-    from kvpress import SimLayerKVPress, SnapKVPress
-    result = CaseResult(case.id, "simlayerkv")
-    try:
-        params = dict(SIMLAYERKV_DEFAULTS)
-        for p in case.policy.parameters:
-            if p.name not in params:
-                raise CaseError(f"unknown parameter {p.name!r} for simlayerkv")
-            params[p.name] = p.value
-        scenario = scenarios.get(case.scenario_id)
-        if scenario is None or scenario.HasField("trace") or not scenario.steps:
-            raise CaseError(f"scenario {case.scenario_id!r}: no explicit steps")
-        hq = scenario.query_heads if scenario.HasField("query_heads") else 1
-        hkv = scenario.kv_heads if scenario.HasField("kv_heads") else 1
-        step = scenario.steps[0]
-        if not step.queries:
-            raise CaseError("step 0 carries no query rows: not a prefill step")
-        if case.expected.HasField("rejection") and case.expected.rejection.category != 0:
-            raise CaseError("the case expects a rejection: no kept set to compare")
-        length = step.admit
-        attentions, keys, values, hidden_states, m = build_inputs(step, length, hq, hkv)
-        n_last = params["n_last"]
-        if m < n_last:
-            raise CaseError(f"{m} query rows per head, fewer than n_last {n_last}: "
-                            "kvpress always computes n_last")
-        record = case.expected.steps[0]
-        if record.sets:
-            raise CaseError("simlayerkv keeps one set for the layer")
-        spec_kept = sorted(set(range(length)) - set(record.victims))
-        press = SimLayerKVPress(lazy_threshold=params["lazy_threshold_ppm"] / 1e6,
-                                n_last=n_last, n_recent=params["n_recent"],
-                                n_initial=params["n_initial"])
-        module = make_module(hq, hkv)
-
-        def window_attention(module, hidden_states, keys, window_size, position_embeddings):
-            return attentions[..., -window_size:, :-window_size]
-
-        original = SnapKVPress.compute_window_attention
-        SnapKVPress.compute_window_attention = staticmethod(window_attention)
-        try:
-            with torch.no_grad():
-                _, new_values = press.compress(module, hidden_states, keys, values, None,
-                                               {"position_embeddings": None})
-        except Exception as error:
-            raise CaseError(f"SimLayerKVPress raised {type(error).__name__}: {error}")
-        finally:
-            SnapKVPress.compute_window_attention = original
-        for g in range(hkv):
-            kv_kept = [int(v) for v in new_values[0, g, :, 0].tolist()]
-            if kv_kept == spec_kept:
-                result.sets.append(SetResult(g, "agreed"))
-            else:
-                spec_only = sorted(set(spec_kept) - set(kv_kept))
-                kv_only = sorted(set(kv_kept) - set(spec_kept))
-                result.sets.append(SetResult(g, "rule", [], [], [], spec_only, kv_only))
-    except CaseError as error:
-        result.failure = str(error)
-    except Exception as error:  # a bug of this tool or a vector it cannot read
-        result.failure = f"{type(error).__name__}: {error}\n{traceback.format_exc()}"
-    return result
-
-
 def check_case(case, scenarios):
-    if case.policy.name == "simlayerkv":
-        return check_simlayerkv(case, scenarios)
     result = CaseResult(case.id, case.policy.name)
     try:
         params = parameters(case)
@@ -684,6 +608,8 @@ def compute(vectors_dir):
     torch.set_num_threads(1)  # one reduction order, whatever the machine's load
     kvspec_pb2 = load_proto_modules()
     selected, errors = load_cases(vectors_dir, kvspec_pb2, (FLAG, PYRAMID_FLAG))
+    # SimLayerKVPress is not a ScorerPress: tools/kvpress/simlayerkv_check.py.
+    selected = [(c, s) for c, s in selected if c.policy.name != "simlayerkv"]
     results = [check_case(case, scenarios) for case, scenarios in selected]
     return results, errors
 
@@ -753,8 +679,24 @@ def print_results(results, errors):
                   f" kvpress keeps, vector not: {fmt_list(str(p) for p in s.kv_only) or '-'}")
 
 
+# Classes whose lines depend on the machine's float32 kernels: which
+# positions tie or round together follows the last bits of kvpress's
+# float32 scores, and a model's keys and attention differ in those bits
+# between CPUs (SmolLM2's layer-0 knorm lines, written on one machine,
+# changed on an AVX-512 AMD EPYC, 2026-12-07). check() reports such a line
+# that is new, or gone, as a note; a rule line, or a failure, still fails.
+MACHINE_CLASSES = ("tie", "rounding")
+
+
+def line_class(text):
+    """The class of a disagreement line (its third field), or None."""
+    fields = text.split(" ")
+    return fields[2] if len(fields) > 2 else None
+
+
 def check(path, results, errors, flag=FLAG):
-    """Prints failures; returns (passed, failed)."""
+    """Prints failures (and notes for MACHINE_CLASSES lines that are new or
+    gone); returns (passed, failed)."""
     entries = read_file(path)
     in_file = {}
     for text, cause in entries:
@@ -771,7 +713,10 @@ def check(path, results, errors, flag=FLAG):
                 continue
             text = s.line(result.id)
             produced.add(text)
-            if text not in in_file:
+            if text not in in_file and s.cls in MACHINE_CLASSES:
+                print(f"note: {result.id}: a float32 {s.cls} line not in "
+                      f"{os.path.relpath(path, REPO)} (machine-dependent):\n    {text}")
+            elif text not in in_file:
                 print(f"FAIL {result.id}: computed line missing from {os.path.relpath(path, REPO)}:"
                       f"\n    {text}")
                 failed_ids.add(result.id)
@@ -783,6 +728,10 @@ def check(path, results, errors, flag=FLAG):
         if text in produced:
             continue
         case_id = text.split(" ", 1)[0]
+        if line_class(text) in MACHINE_CLASSES:
+            print(f"note: {case_id}: a float32 {line_class(text)} line of the file "
+                  f"not produced on this machine:\n    {text}")
+            continue
         print(f"FAIL {case_id}: file line no longer produced:\n    {text}")
         if case_id in ids:
             failed_ids.add(case_id)
@@ -799,7 +748,7 @@ def table(results):
     rows = ["| press | cases | agreed | tie | rounding | rule | failed | scores at the cuts |",
             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for policy in ("snapkv", "h2o", "tova", "streamingllm", "knorm", "keydiff", "lagkv",
-                   "pyramidkv", "simlayerkv"):
+                   "pyramidkv"):
         mine = [r for r in results if r.policy == policy]
         counts = {c: 0 for c in CLASSES}
         failed = 0
