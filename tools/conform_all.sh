@@ -39,7 +39,7 @@ done
 python3 - "$work" "${ports[@]}" <<'PY'
 import json, sys
 KNOWN = {"full", "window", "streamingllm", "h2o", "tova", "snapkv", "random", "openvino",
-         "knorm", "keydiff", "lagkv"}
+         "knorm", "keydiff", "lagkv", "simlayerkv"}
 work, entries = sys.argv[1], sys.argv[2:]
 names = [e.split(":")[0] for e in entries]
 table, policies = {}, set()
