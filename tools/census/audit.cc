@@ -59,6 +59,11 @@ ABSL_FLAG(bool, deciding_only, false,
 ABSL_FLAG(std::vector<std::string>, drop, {},
           "With --census: leave out these case IDs (comma-separated), to see "
           "what the census says of a suite without them.");
+ABSL_FLAG(std::vector<std::string>, skip, {},
+          "With --census: leave out these checks (comma-separated: features, "
+          "precision, combinations), each of which re-runs every case. For "
+          "census_test.sh's runs with --drop, whose expected failure comes "
+          "from another check; the output names what was skipped.");
 ABSL_FLAG(std::string, vectors, "",
           "The vectors/ folder to read. Default: vectors/ of "
           "$BUILD_WORKSPACE_DIRECTORY under `bazel run`, else ./vectors.");
@@ -121,7 +126,22 @@ int Main(const std::vector<char*>& args) {
       }
       kept.cases.erase(it);
     }
-    audit::CensusResult result = audit::RunCensus(kept);
+    audit::CensusOptions options;
+    bool run_precision = true, run_combinations = true;
+    for (const std::string& part : absl::GetFlag(FLAGS_skip)) {
+      if (part == "features") {
+        options.features = false;
+      } else if (part == "precision") {
+        run_precision = false;
+      } else if (part == "combinations") {
+        run_combinations = false;
+      } else {
+        std::fprintf(stderr, "--skip: no check '%s' (features, precision, combinations)\n",
+                     part.c_str());
+        return 2;
+      }
+    }
+    audit::CensusResult result = audit::RunCensus(kept, options);
     const int examples =
         audit::CheckWorkedExamples(kept, absl::GetFlag(FLAGS_spec), result.failures);
     // Refusal subjects (tools/census/subjects.h): each the spec gives has
@@ -131,7 +151,8 @@ int Main(const std::vector<char*>& args) {
     // Features in combination (tools/census/combinations.h): every one the
     // search's first cases decide, some vector decides too.
     const audit::CombinationCounts combinations =
-        audit::CountCombinations(kept, 1, absl::GetFlag(FLAGS_search_cases));
+        run_combinations ? audit::CountCombinations(kept, 1, absl::GetFlag(FLAGS_search_cases))
+                     : audit::CombinationCounts{};
     for (const std::string& gap : audit::Gaps(combinations)) {
       result.failures.push_back(absl::StrFormat(
           "combination %s: %d of the search's cases 0..%d (seed 1) decide it and no "
@@ -141,11 +162,16 @@ int Main(const std::vector<char*>& args) {
     std::printf("%s\n", audit::CensusTable(result).c_str());
     // spec/vectors.md#precision: the stored margins and terms, and every
     // flag's cases robust at each precision.
-    const audit::PrecisionCensus precision =
-        audit::MeasurePrecision(kept, result.decided_cases);
-    std::printf("%s\n", audit::PrecisionTable(precision).c_str());
-    result.failures.insert(result.failures.end(), precision.failures.begin(),
-                           precision.failures.end());
+    if (run_precision) {
+      const audit::PrecisionCensus precision =
+          audit::MeasurePrecision(kept, result.decided_cases);
+      std::printf("%s\n", audit::PrecisionTable(precision).c_str());
+      result.failures.insert(result.failures.end(), precision.failures.begin(),
+                             precision.failures.end());
+    }
+    for (const std::string& part : absl::GetFlag(FLAGS_skip)) {
+      std::printf("skipped (--skip): the %s check\n", part.c_str());
+    }
     for (const std::string& note : result.notes) {
       std::printf("note: %s\n", note.c_str());
     }

@@ -31,7 +31,7 @@ using internal::CheckLaterHeads;
 using internal::ContextOf;
 using internal::Decides;
 
-CensusResult RunCensus(const vectors::VectorSet& set) {
+CensusResult RunCensus(const vectors::VectorSet& set, const CensusOptions& options) {
   CensusResult result;
   for (const vectors::LoadedCase& loaded : set.cases) {
     const CaseContext c = ContextOf(loaded);
@@ -54,7 +54,7 @@ CensusResult RunCensus(const vectors::VectorSet& set) {
   CheckForeignParameters(set, result.failures);
   CheckLaterHeads(set, result.failures);
   CheckDefaults(set, result.failures);
-  CheckFeatures(set, result.failures);
+  if (options.features) CheckFeatures(set, result.failures);
   CheckIdenticalLogs(set, result.failures);
   for (const vectors::FlagInfo& flag : vectors::Flags()) {
     if (flag.required_for.empty() && result.decided_total[flag.name] == 0) {
