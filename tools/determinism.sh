@@ -80,6 +80,7 @@ printf '| compiler | optimisation | -march=native | files identical to vectors/ 
 printf '| --- | --- | --- | --- | --- |\n'
 failures=0
 builds=0
+ran=()
 for compiler in g++ clang++; do
   version="$($compiler --version | head -1)"
   for opt in -O0 -O3; do
@@ -102,18 +103,26 @@ for compiler in g++ clang++; do
         || { echo "| $version | $opt | ${march:-no} | build failed | |"; failures=$((failures+1)); continue; }
       $compiler "$build"/obj/*.o $libs -o "$build/regen" \
         || { echo "| $version | $opt | ${march:-no} | link failed | |"; failures=$((failures+1)); continue; }
-      "$build/regen" --root="$build/root" >/dev/null \
-        || { echo "| $version | $opt | ${march:-no} | generator failed | |"; failures=$((failures+1)); continue; }
-      if diff -r -q "$build/root/vectors" vectors >/dev/null; then
-        same="yes ($(ls vectors | wc -l) files)"
-      else
-        same="**NO**: $(diff -r -q "$build/root/vectors" vectors | wc -l) differ"
-        failures=$((failures+1))
-      fi
-      digest="$(sha256sum "$build/root/vectors/MANIFEST.json" | cut -c1-16)"
-      native="no"; [[ -n "$march" ]] && native="yes"
-      printf '| %s | %s | %s | %s | `%s...` |\n' "$version" "$opt" "$native" "$same" "$digest"
       rm -rf "$build/obj"
+      # The generator runs on one core while the next build compiles on
+      # the others; its row (and a "failed" mark) waits in $build.
+      (
+        native="no"; [[ -n "$march" ]] && native="yes"
+        if ! "$build/regen" --root="$build/root" >/dev/null; then
+          echo "| $version | $opt | $native | generator failed | |" >"$build/row"
+          touch "$build/failed"; exit
+        fi
+        if diff -r -q "$build/root/vectors" vectors >/dev/null; then
+          same="yes ($(ls vectors | wc -l) files)"
+        else
+          same="**NO**: $(diff -r -q "$build/root/vectors" vectors | wc -l) differ"
+          touch "$build/failed"
+        fi
+        digest="$(sha256sum "$build/root/vectors/MANIFEST.json" | cut -c1-16)"
+        printf '| %s | %s | %s | %s | `%s...` |\n' "$version" "$opt" "$native" "$same" "$digest" \
+          >"$build/row"
+      ) &
+      ran+=("$build")
     done
   done
 done
@@ -129,6 +138,11 @@ printf '%s\n' "${sources[@]}" | xargs -P "$(nproc)" -I{} sh -c \
   "g++ ${flags[*]} -c {} -o $build/obj/\$(echo {} | tr / _).o"
 g++ "$build"/obj/*.o $libs -o "$build/regen" && "$build/regen" --root="$build/root" >/dev/null
 differing="$(diff -r -q "$build/root/vectors" vectors | wc -l)"
+wait
+for build in "${ran[@]}"; do
+  cat "$build/row" 2>/dev/null || echo "| $build | | | no result (the run died) | |"
+  [[ -f "$build/row" && ! -f "$build/failed" ]] || failures=$((failures+1))
+done
 echo
 echo "control (forbidden): g++ -O3 -march=native -ffp-contract=fast: $differing of $(ls vectors | wc -l) files differ"
 echo

@@ -6,7 +6,7 @@
 # does not know, and must get no failure: every case it cannot run is
 # reported `not run`, not failed.
 #
-#   tools/old_ports.sh [runner]     (default: bazel's -c opt runner, built)
+#   tools/old_ports.sh [runner]     (default: bazel's runner, built)
 #
 # Prints one line per version, then "old-ports: N passed, M failed" (one
 # per version) for tools/test_summary.py. Needs the repository's history
@@ -27,9 +27,11 @@ VERSIONS=(
 )
 runner="${1:-}"
 if [[ -z "$runner" ]]; then
-  bazel build -c opt //conformance:runner >/dev/null 2>&1 \
+  # The configuration tools/test.sh's `bazel test //...` built (no second
+  # compile at -c opt: the ports, not the runner, take the time here).
+  bazel build //conformance:runner >/dev/null 2>&1 \
     || { echo "old-ports: 0 passed, 1 failed (the runner did not build)"; exit 1; }
-  runner="$(bazel info -c opt bazel-bin 2>/dev/null)/conformance/runner"
+  runner="$(bazel info bazel-bin 2>/dev/null)/conformance/runner"
 fi
 venv="$repo/conformance/ports/python/.venv"
 [[ -x "$venv/bin/python" ]] \

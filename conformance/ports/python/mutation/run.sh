@@ -65,6 +65,13 @@ prepare() {  # a fresh work copy of the port in $1
   cp -r "$port/kvspec_port" "$1/"
   find "$1" -name __pycache__ -prune -exec rm -rf {} +
   cp "$port/tests/conftest.py" "$port/tests/test_vectors.py" "$1/tests/"
+  # timeout_multiplier: a mutant is cut off (and counted a timeout, a kill)
+  # after 4 times its tests' clean duration plus 1 s (mutmut's default 15:
+  # a mutant reaching every vector, 31 s of tests, held a worker 8 minutes).
+  # A mutant that does not fail runs every test it reaches in about the
+  # clean time (the sample's two pass-1 survivors, 2026-12-07: 0.8 and 0.7
+  # times their estimate, two workers on two cores), far below the limit,
+  # so a survivor is not mistaken for a timeout.
   # precision.py is the build option of lower precision (spec 0.15.0): the
   # vectors run the port in binary64, where its rounding is never reached;
   # tests/test_precision.py and precision_check.sh test it instead.
@@ -77,6 +84,7 @@ do_not_mutate =
     kvspec_port/__main__.py
     kvspec_port/precision.py
 use_git_change_detection = false
+timeout_multiplier = 4
 CFG
   cat > "$1/pyproject.toml" <<'CFG'
 [tool.pytest.ini_options]
