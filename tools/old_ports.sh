@@ -27,8 +27,8 @@ VERSIONS=(
 )
 runner="${1:-}"
 if [[ -z "$runner" ]]; then
-  # The configuration tools/test.sh's `bazel test //...` built (no second
-  # compile at -c opt: the ports, not the runner, take the time here).
+  # Built already by tools/test.sh's `bazel test //...` (.bazelrc's one
+  # configuration, -c opt).
   bazel build //conformance:runner >/dev/null 2>&1 \
     || { echo "old-ports: 0 passed, 1 failed (the runner did not build)"; exit 1; }
   runner="$(bazel info bazel-bin 2>/dev/null)/conformance/runner"

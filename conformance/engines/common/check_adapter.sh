@@ -29,10 +29,8 @@ shift 3
 runner_flags=("$@")
 cd "$(dirname "$0")/../../.." || exit 1
 build_log="$(mktemp)"
-# The runner of `bazel test //...`'s configuration, which tools/test.sh has
-# just built (a -c opt build of it here cost tools/test.sh a second compile
-# of the runner and its dependencies; the runner's speed does not show next
-# to an engine's).
+# The runner, which tools/test.sh's `bazel test //...` has just built in
+# .bazelrc's one configuration (-c opt).
 if ! bazel build //conformance:runner 2>"$build_log"; then
   tail -20 "$build_log"; rm -f "$build_log"
   echo "$name: 0 passed, 1 failed (bazel build //conformance:runner failed)"; exit 1
