@@ -10,8 +10,10 @@
 #   tools/mutation.sh            every mutant (about 45 minutes here)
 #   tools/mutation.sh --sample   the fixed, reproducible sample CI runs:
 #                                Rust --shard 0/25 (round-robin), Python
-#                                --sample 60 --seed 1, two mutants at a
-#                                time (MUTANTS_JOBS, MUTMUT_CHILDREN)
+#                                --sample 60 --seed 1; each tool two
+#                                mutants at a time (MUTANTS_JOBS,
+#                                MUTMUT_CHILDREN), the two ports' runs
+#                                side by side
 #   tools/mutation.sh [--sample] --search DIR
 #                                and a second kill corpus: DIR is a vectors
 #                                directory (MANIFEST.json and *.pb, the
@@ -35,6 +37,8 @@ cd "$(dirname "$0")/.."
 [[ -d "$HOME/.cargo/bin" ]] && export PATH="$HOME/.cargo/bin:$PATH"
 rust_args=()
 python_args=()
+auto_dir="" rust_out=""
+trap 'rm -rf "$auto_dir" "$rust_out"' EXIT
 search=${KVSPEC_SEARCH_VECTORS:-}
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -52,7 +56,7 @@ done
 if [[ "$search" == auto ]]; then
   # The search's corpus as CI uses it: seed 1, 3,000 cases (tools/search).
   search="$(mktemp -d)"
-  trap 'rm -rf "$search"' EXIT
+  auto_dir="$search"
   if ! bazel build //tools/search:search_opt >/dev/null 2>&1 ||
      ! "$(bazel info bazel-bin 2>/dev/null)/tools/search/search_opt" \
          --write_corpus="$search" --seed=1 --cases=3000; then
@@ -93,11 +97,23 @@ summarize() {  # name, output of the port's run.sh
   echo "$1: $passed passed, $failed failed"
 }
 
-out="$(conformance/ports/rust/mutation/run.sh "${rust_args[@]}" 2>&1)"
+# The two ports' runs side by side: mutmut spends about 100 s of one core
+# generating its mutants, tracing which tests reach which function and
+# running the clean tests (measured 2026-12-07), while cargo-mutants' builds
+# use the other. Neither tool's timeouts come near a survivor's time under
+# this load: cargo-mutants' is at least 20 s for a vector test of 2.7 s, and
+# mutmut's 4 times the clean time measured under the same load.
+rust_out="$(mktemp)"
+conformance/ports/rust/mutation/run.sh "${rust_args[@]}" >"$rust_out" 2>&1 &
+rust_pid=$!
+python_out="$(conformance/ports/python/mutation/run.sh "${python_args[@]}" 2>&1)"
+wait "$rust_pid"
+
+out="$(cat "$rust_out")"
 echo "$out" | grep -E '^(survived|timeout|search-only): ' | head -20
 summarize rust-mutation "$out"
 
-out="$(conformance/ports/python/mutation/run.sh "${python_args[@]}" 2>&1)"
+out="$python_out"
 echo "$out" | grep -E '^(python-mutation: (other|wall|search pass)|search-only: )' | head -20
 summarize python-mutation "$out"
 exit $status
