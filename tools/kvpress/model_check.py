@@ -106,6 +106,20 @@ KEY_POLICIES = kc.TENSOR_POLICIES
 LAYER_POLICIES = {"pyramidkv": ("snapkv", "kvpress-0.5.5-pyramidkv", ""),
                   "pyramidkv-w8": ("snapkv", "kvpress-0.5.5-pyramidkv",
                                    ",obs_window=8,pyramid_beta=4")}
+# PerLayerCompressionPress around a scorer, label -> the scorer's policy: at
+# layer n it is the scorer with compression_ratio = its list's n-th ratio
+# (per_layer_compression_press.py, forward_hook), so kvspec runs the policy's
+# kvpress-0.5.5 preset with that layer's ratio_ppm (spec/presses.md). The
+# list: the checked ratios rotated, layer n taking the one n places after the
+# case's (layer_ratio), so neighbouring layers differ.
+PER_LAYER = {"perlayer-snapkv": "snapkv", "perlayer-knorm": "knorm"}
+
+
+def layer_ratio(ratio_ppm, layer):
+    """The ratio_ppm of `layer` in a per-layer case of ratio_ppm."""
+    return RATIOS[(RATIOS.index(ratio_ppm) + layer) % len(RATIOS)]
+
+
 kc.SEVERITY["sdpa"] = kc.SEVERITY["rounding"]
 CLASSES = ("agreed", "tie", "rounding", "sdpa", "rule")
 
@@ -275,13 +289,15 @@ def press_run(model, ids, press, device="cpu"):
     from transformers import DynamicCache
     scores = {}
     if press is not None:
-        original = press.score
+        # A PerLayerCompressionPress scores with the press it wraps.
+        scorer = press.press if hasattr(press, "compression_ratios") else press
+        original = scorer.score
 
         def score(module, *args, **kwargs):
             result = original(module, *args, **kwargs)
             scores[module.layer_idx] = result[0].to(torch.float32).tolist()
             return result
-        press.score = score
+        scorer.score = score
     cache = DynamicCache()
     with torch.no_grad():
         if press is None:
@@ -366,7 +382,9 @@ class Kvspec:
         out = os.path.join(self.work, f"{rows}-{layer}-{policy}-{ratio_ppm}.json")
         extra = f",lag={lag_for(len(self.subject.ids))}" if policy == "lagkv" else ""
         preset = "kvpress-0.5.5"
-        if policy in LAYER_POLICIES:
+        if policy in PER_LAYER:
+            policy, ratio_ppm = PER_LAYER[policy], layer_ratio(ratio_ppm, layer)
+        elif policy in LAYER_POLICIES:
             # The press's layer: its rows' layer, of the layers kvpress's
             # module counts (model.config.num_hidden_layers at the run).
             policy, preset, more = LAYER_POLICIES[policy]
@@ -452,8 +470,20 @@ def compare(case_id, policy, spec, kv_kept, kv_scores, explain=None):
     return result
 
 
+def make_press(label, ratio_ppm, params, layer_count):
+    """The press of a case labelled `label` at ratio_ppm; params: kvspec's
+    effective parameters of one of its layers."""
+    if label in PER_LAYER:
+        from kvpress import PerLayerCompressionPress
+        return PerLayerCompressionPress(
+            press=kc.make_press(PER_LAYER[label], params),
+            compression_ratios=[layer_ratio(ratio_ppm, n) / 1e6
+                                for n in range(layer_count)])
+    return kc.make_press(LAYER_POLICIES.get(label, (label,))[0], params)
+
+
 def compute(work, subject=None, attentions=("eager", "sdpa"),
-            policies=POLICIES + KEY_POLICIES + tuple(LAYER_POLICIES),
+            policies=POLICIES + KEY_POLICIES + tuple(LAYER_POLICIES) + tuple(PER_LAYER),
             ratios=RATIOS, swap_layers=False):
     """Every case's result; subject: a Subject (default: the tiny model).
     swap_layers (the self-test): kvspec is fed the next checked layer's
@@ -483,8 +513,8 @@ def compute(work, subject=None, attentions=("eager", "sdpa"),
                 try:
                     spec = {n: kvspec.run(attention, other[n] if swap_layers else n,
                                           policy, ratio) for n in layers}
-                    press = kc.make_press(LAYER_POLICIES.get(policy, (policy,))[0],
-                                          spec[layers[0]][0])
+                    press = make_press(policy, ratio, spec[layers[0]][0],
+                                       kvspec.layer_count)
                     kept_keys, scores = press_run(model, ids, press)
                 except Exception as error:  # pylint: disable=broad-except
                     for n in layers:
@@ -678,7 +708,7 @@ def table(results):
             + " | failed | scores at the cuts |",
             "| --- | --- | ---: | " + " | ".join("---:" for _ in CLASSES)
             + " | ---: | --- |"]
-    for policy in POLICIES + KEY_POLICIES + tuple(LAYER_POLICIES):
+    for policy in POLICIES + KEY_POLICIES + tuple(LAYER_POLICIES) + tuple(PER_LAYER):
         for attention in ("eager", "sdpa", "sdpa-on-eager-rows"):
             mine = [r for r in results if r.policy == policy
                     and r.id.split("/")[1] == attention]

@@ -111,7 +111,9 @@ PRESS_NAMES = {"h2o": "ObservedAttentionPress", "tova": "TOVAPress",
                "snapkv": "SnapKVPress", "streamingllm": "StreamingLLMPress",
                "knorm": "KnormPress", "keydiff": "KeyDiffPress",
                "lagkv": "LagKVPress", "pyramidkv": "PyramidKVPress",
-               "pyramidkv-w8": "PyramidKVPress(window_size=8, beta=4)"}
+               "pyramidkv-w8": "PyramidKVPress(window_size=8, beta=4)",
+               "perlayer-snapkv": "PerLayerCompressionPress(SnapKVPress)",
+               "perlayer-knorm": "PerLayerCompressionPress(KnormPress)"}
 # Cases run: the kvpress preset of each policy, and PyramidKVPress's
 # (snapkv with pyramid 1, spec/policies/pyramidkv.md, since 0.19.0).
 PYRAMID_FLAG = "preset.kvpress-0.5.5-pyramidkv"
