@@ -289,8 +289,10 @@ def press_run(model, ids, press, device="cpu"):
     from transformers import DynamicCache
     scores = {}
     if press is not None:
-        # A PerLayerCompressionPress scores with the press it wraps.
-        scorer = press.press if hasattr(press, "compression_ratios") else press
+        # A PerLayerCompressionPress scores with the press it wraps (by
+        # class: SimLayerKVPress has a compression_ratios list of its own).
+        from kvpress import PerLayerCompressionPress
+        scorer = press.press if isinstance(press, PerLayerCompressionPress) else press
         original = scorer.score
 
         def score(module, *args, **kwargs):
